@@ -1,0 +1,130 @@
+"""`python -m tuner run` as a user runs it: a subprocess, a real local Ray instance, real training."""
+
+import itertools
+import os
+import textwrap
+
+import nbformat
+import pandas as pd
+import pytest
+from nbclient import NotebookClient
+
+from tests.conftest import REPO, run_tuner
+from tuner import analysis
+
+pytestmark = pytest.mark.slow
+
+TINY_GRID = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = 2
+param_space = {
+    "lr": tune.grid_search([0.001, 0.01]),
+    "batch_size": tune.grid_search([32, 64]),
+    "hidden": tune.choice([16, 32]),
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("e2e")
+    (path / "tiny_grid.py").write_text(textwrap.dedent(TINY_GRID))
+    return path
+
+
+@pytest.fixture(scope="module")
+def grid_run(workdir):
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "grid", "--seed", "3", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, workdir / "results" / "grid"
+
+
+def test_trials_match_the_grid(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 4
+    assert set(zip(trials["lr"], trials["batch_size"])) == set(itertools.product([0.001, 0.01], [32, 64]))
+    assert set(trials["hidden"]) <= {16, 32}
+    assert (trials["status"] == "finished").all() and (trials["epochs"] == 2).all()
+    assert trials["rank"].tolist() == [1, 2, 3, 4]
+    assert trials["best_val_acc"].is_monotonic_decreasing
+    assert trials["best_val_acc"].iloc[0] > 0.8  # chance is 0.1; two epochs of the best config beat it easily
+    parquet = pd.read_parquet(experiment / "trials.parquet")
+    pd.testing.assert_frame_equal(parquet[["trial_id", "best_val_acc"]], trials[["trial_id", "best_val_acc"]])
+
+
+def test_history_has_one_row_per_trial_per_epoch(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert len(history) == 8
+    assert set(history["trial_id"]) == set(trials["trial_id"])
+    for _, rows in history.groupby("trial_id"):
+        assert rows["epoch"].tolist() == [1, 2]
+    assert (history["world_size"] == 1).all()
+    best = trials.set_index("trial_id")["best_val_acc"]
+    assert (history.groupby("trial_id")["val_acc"].max() == best.loc[history.groupby("trial_id").size().index]).all()
+
+
+def test_run_prints_best_trial_and_report_path(grid_run):
+    result, experiment = grid_run
+    best = pd.read_csv(experiment / "trials.csv").iloc[0]
+    assert f"experiment: {experiment}" in result.stdout
+    assert f"best trial: {best['trial_id']}" in result.stdout
+    assert "Trial status:" in result.stdout + result.stderr  # Ray Tune's live table
+
+
+def test_report_command_from_another_process(grid_run):
+    _, experiment = grid_run
+    result = run_tuner("report", str(experiment), "--top", "3", cwd=experiment)
+    assert result.returncode == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 3  # header, separator, top 3
+    best = pd.read_csv(experiment / "trials.csv").iloc[0]
+    assert best["trial_id"] in table[2]
+
+
+def test_analysis_load_gives_the_same_frames(grid_run):
+    _, experiment = grid_run
+    exp = analysis.load(str(experiment))
+    assert exp.metric == "val_acc" and exp.mode == "max"
+    assert exp.best()["trial_id"] == pd.read_csv(experiment / "trials.csv").iloc[0]["trial_id"]
+    assert exp.curves().shape == (2, 4)
+
+
+def test_notebook_executes_on_the_experiment(grid_run, monkeypatch):
+    _, experiment = grid_run
+    monkeypatch.setenv("TUNER_EXPERIMENT", str(experiment))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    notebook = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+    assert not [out for out in outputs if out.output_type == "error"]
+    assert any("image/png" in out.get("data", {}) for out in outputs)  # the learning-curve plot
+    assert any("4 trials" in out.get("text", "") for out in outputs)
+
+
+def test_existing_experiment_is_never_overwritten(grid_run, workdir):
+    _, experiment = grid_run
+    before = sorted(os.listdir(experiment))
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "grid", cwd=workdir)
+    assert result.returncode == 2 and "already exists" in result.stderr
+    assert sorted(os.listdir(experiment)) == before
+
+
+def test_two_worker_ddp_trial(workdir):
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "ddp", "--workers", "2",
+                       "--set", "lr=0.01", "--set", "batch_size=64", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = workdir / "results" / "ddp"
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert history["world_size"].tolist() == [2, 2]
+    assert history["epoch"].tolist() == [1, 2]
+    assert history["val_acc"].between(0.3, 1.0).all()
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 1 and trials.loc[0, "status"] == "finished"
+    assert list(experiment.glob("ddp_runs/*/checkpoint_*/checkpoint.pt"))  # rank 0's per-epoch checkpoints

@@ -1,0 +1,29 @@
+"""scikit-learn's bundled 8x8 handwritten digits: 1,797 real images, no download."""
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+from tuner.data.dataset import Dataset
+
+# The split is fixed, not seeded per trial, so every trial is scored on the same validation images.
+SPLIT_SEED = 0
+
+
+def load(data_dir: str | None = None) -> Dataset:
+    images, labels = load_digits(return_X_y=True)
+    x = (images / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x, labels, test_size=0.2, stratify=labels, random_state=SPLIT_SEED
+    )
+    return Dataset(
+        name="digits",
+        x_train=torch.from_numpy(x_train),
+        y_train=torch.from_numpy(y_train).long(),
+        x_val=torch.from_numpy(x_val),
+        y_val=torch.from_numpy(y_val).long(),
+        num_classes=10,
+        mean=(float(x_train.mean()),),
+        std=(float(x_train.std()),),
+    )

@@ -1,0 +1,90 @@
+"""MNIST, FashionMNIST and CIFAR-10 read from a local root by torchvision's own loaders (download=False)."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torchvision import datasets
+
+from tuner.data.dataset import Dataset
+from tuner.errors import TunerError
+
+DATA_DIR_ENV = "TUNER_DATA_DIR"
+IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+class _LocalCIFAR10(datasets.CIFAR10):
+    # torchvision pins the md5 of the official download; a well-formed local copy (a subset too) is
+    # accepted here, and a file that does not parse is reported by `_read` instead.
+    train_list = [[name, None] for name, _ in datasets.CIFAR10.train_list]
+    test_list = [[name, None] for name, _ in datasets.CIFAR10.test_list]
+    meta = {**datasets.CIFAR10.meta, "md5": None}
+
+
+def resolve_root(data_dir: str | None) -> Path:
+    root = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not root:
+        raise TunerError(f"this dataset is read from a local root; pass --data-dir DIR or set {DATA_DIR_ENV}")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise TunerError(f"data dir {path} does not exist; pass --data-dir with the folder that holds the dataset")
+    return path
+
+
+def _require(root: Path, folder: str, files: tuple[str, ...]) -> None:
+    missing = [name for name in files if not (root / folder / name).is_file()]
+    if missing:
+        raise TunerError(
+            f"dataset files missing under {root / folder}: {', '.join(missing)}; "
+            "place the uncompressed files there (no download happens at run time)"
+        )
+
+
+def _read(cls: type, root: Path, train: bool, where: Path):
+    try:
+        return cls(root=str(root), train=train, download=False)
+    except Exception as err:  # torchvision raises a mix of RuntimeError/ValueError/pickle errors
+        raise TunerError(f"dataset files under {where} could not be read ({type(err).__name__}: {err}); "
+                         "replace them with an intact copy") from None
+
+
+def _stats(x: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    scaled = x.astype(np.float64) / 255.0
+    axes = (0, 2, 3)
+    return tuple(scaled.mean(axis=axes).tolist()), tuple(np.maximum(scaled.std(axis=axes), 1e-6).tolist())
+
+
+def _idx(name: str, cls: type, folder: str, data_dir: str | None) -> Dataset:
+    root = resolve_root(data_dir)
+    _require(root, f"{folder}/raw", IDX_FILES)
+    train = _read(cls, root, True, root / folder / "raw")
+    val = _read(cls, root, False, root / folder / "raw")
+    x_train = train.data.unsqueeze(1).contiguous()
+    mean, std = _stats(x_train.numpy())
+    return Dataset(name, x_train, train.targets.long(), val.data.unsqueeze(1).contiguous(), val.targets.long(),
+                   num_classes=10, mean=mean, std=std)
+
+
+def load_mnist(data_dir: str | None = None) -> Dataset:
+    return _idx("mnist", datasets.MNIST, "MNIST", data_dir)
+
+
+def load_fashion_mnist(data_dir: str | None = None) -> Dataset:
+    return _idx("fashion_mnist", datasets.FashionMNIST, "FashionMNIST", data_dir)
+
+
+def load_cifar10(data_dir: str | None = None) -> Dataset:
+    root = resolve_root(data_dir)
+    folder = _LocalCIFAR10.base_folder
+    batches = tuple(name for name, _ in _LocalCIFAR10.train_list + _LocalCIFAR10.test_list)
+    _require(root, folder, batches + (_LocalCIFAR10.meta["filename"],))
+    train = _read(_LocalCIFAR10, root, True, root / folder)
+    val = _read(_LocalCIFAR10, root, False, root / folder)
+
+    def chw(images: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
+
+    mean, std = _stats(train.data.transpose(0, 3, 1, 2))
+    return Dataset("cifar10", chw(train.data), torch.tensor(train.targets).long(), chw(val.data),
+                   torch.tensor(val.targets).long(), num_classes=10, mean=mean, std=std)

@@ -1,0 +1,49 @@
+"""Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://..."""
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs as pafs
+
+META_FILE = "tuner.json"
+
+
+def normalize(path_or_uri: str) -> str:
+    """Ray wants absolute local paths; URIs pass through unchanged."""
+    return path_or_uri if "://" in path_or_uri else str(Path(path_or_uri).expanduser().resolve())
+
+
+def filesystem(path_or_uri: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(normalize(path_or_uri))
+
+
+def exists(path_or_uri: str) -> bool:
+    fs, path = filesystem(path_or_uri)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def write_atomic(path_or_uri: str, data: bytes) -> None:
+    """Write then rename, so a reader never sees a half-written file, even if we are killed mid-write."""
+    fs, path = filesystem(path_or_uri)
+    parent = path.rsplit("/", 1)[0]
+    fs.create_dir(parent, recursive=True)
+    temp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+    with fs.open_output_stream(temp) as out:
+        out.write(data)
+    fs.move(temp, path)
+
+
+def read_bytes(path_or_uri: str) -> bytes:
+    fs, path = filesystem(path_or_uri)
+    with fs.open_input_stream(path) as stream:
+        return stream.read()
+
+
+def write_meta(experiment_path: str, meta: dict[str, Any]) -> None:
+    write_atomic(f"{experiment_path}/{META_FILE}", json.dumps(meta, indent=2).encode())
+
+
+def read_meta(experiment_path: str) -> dict[str, Any]:
+    return json.loads(read_bytes(f"{experiment_path}/{META_FILE}"))
