@@ -17,9 +17,13 @@ def local_ray():
     ray.shutdown()
 
 
-def run_tuner(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m tuner ...` in a fresh process, as a user runs it."""
+def tuner_command(*args: str) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("TUNER_DATA_DIR", None)
-    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return [sys.executable, "-m", "tuner", *args], env
+
+
+def run_tuner(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m tuner ...` in a fresh process, as a user runs it."""
+    command, env = tuner_command(*args)
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -15,6 +15,7 @@ MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
         (["run", "missing_fields.py"], "is missing metric, mode, param_space"),
         (["run", "--set", "lr"], "--set 'lr' is not key=value"),
         (["run", "--set", "learning_rate=0.1"], "--set learning_rate: unknown hyperparameter"),
+        (["run", "--set", "batch_size=0"], "batch_size must be an integer >= 1, not 0"),
         (["run", "--workers", "0"], "argument --workers: must be at least 1, not 0"),
         (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
         (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),

@@ -2,14 +2,17 @@
 
 import itertools
 import os
+import signal
+import subprocess
 import textwrap
+import time
 
 import nbformat
 import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import REPO, run_tuner
+from tests.conftest import REPO, run_tuner, tuner_command
 from tuner import analysis
 
 pytestmark = pytest.mark.slow
@@ -116,11 +119,12 @@ def test_existing_experiment_is_never_overwritten(grid_run, workdir):
     assert sorted(os.listdir(experiment)) == before
 
 
-def test_two_worker_ddp_trial(workdir):
-    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "ddp", "--workers", "2",
-                       "--set", "lr=0.01", "--set", "batch_size=64", cwd=workdir)
+def test_two_worker_ddp_trial_on_uri_storage(workdir):
+    """Two gloo ranks in one trial, with the experiment stored through a pyarrow-fs URI."""
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", f"file://{workdir}/uri_results", "--name", "ddp",
+                       "--workers", "2", "--set", "lr=0.01", "--set", "batch_size=64", cwd=workdir)
     assert result.returncode == 0, result.stderr[-3000:]
-    experiment = workdir / "results" / "ddp"
+    experiment = workdir / "uri_results" / "ddp"
     history = pd.read_parquet(experiment / "history.parquet")
     assert history["world_size"].tolist() == [2, 2]
     assert history["epoch"].tolist() == [1, 2]
@@ -128,3 +132,38 @@ def test_two_worker_ddp_trial(workdir):
     trials = pd.read_csv(experiment / "trials.csv")
     assert len(trials) == 1 and trials.loc[0, "status"] == "finished"
     assert list(experiment.glob("ddp_runs/*/checkpoint_*/checkpoint.pt"))  # rank 0's per-epoch checkpoints
+
+
+def _epochs_recorded(experiment) -> int:
+    return sum(len(path.read_text().splitlines()) for path in experiment.glob("*/result.json"))
+
+
+def test_report_on_a_killed_experiment(workdir):
+    """The driver SIGKILLed mid-run: what Ray recorded is still reported, nothing is invented."""
+    (workdir / "long.py").write_text(textwrap.dedent(TINY_GRID).replace("epochs = 2", "epochs = 400"))
+    experiment = workdir / "results" / "killed"
+    command, env = tuner_command("run", "long.py", "--storage-path", "results", "--name", "killed")
+    driver = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (list(experiment.glob("experiment_state-*.json")) and _epochs_recorded(experiment) >= 5):
+            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
+            time.sleep(0.5)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+        driver.wait(timeout=30)
+    assert not (experiment / "trials.csv").exists()  # the run never got to write its report
+
+    result = run_tuner("report", str(experiment), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert 1 <= len(trials) <= 4
+    assert set(trials["status"]) <= {"finished", "incomplete", "not started"}
+    assert "incomplete" in set(trials["status"])
+    started = trials[trials["epochs"] > 0]
+    assert (started["status"] != "not started").all() and started["best_epoch"].notna().all()
+    assert trials["epochs"].max() >= 1 and (trials["epochs"] < 400).all()
+    # Every epoch in the report is one that a trial wrote to result.json before the kill.
+    assert len(history) == trials["epochs"].sum() <= _epochs_recorded(experiment)

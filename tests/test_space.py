@@ -63,7 +63,13 @@ def test_missing_path():
         ("param_space = [1, 2]", "param_space must be a dict"),
         ('param_space = {"learning_rate": 0.1}', "'learning_rate' is not a hyperparameter"),
         ('param_space = {"lr": tune.grid_search([])}', "empty grid"),
-        ('param_space = {"optimizer": tune.choice(["adam", "lion"])}', "optimizer 'lion' is unknown"),
+        ('param_space = {"optimizer": tune.choice(["adam", "lion"])}', "optimizer must be one of adam, adamw, sgd, not 'lion'"),
+        ('param_space = {"batch_size": 0}', "batch_size must be an integer >= 1, not 0"),
+        ('param_space = {"batch_size": 32.5}', "batch_size must be an integer >= 1, not 32.5"),
+        ('param_space = {"lr": tune.grid_search([0.1, -0.1])}', "lr must be a number > 0, not -0.1"),
+        ('param_space = {"dropout": tune.uniform(0.0, 2.0)}', "dropout must be a number in \\[0, 1\\], not 2.0"),
+        ('param_space = {"hidden": tune.randint(0, 64)}', "hidden must be an integer >= 1, not 0"),
+        ('param_space = {"lr": "fast"}', "lr must be a number > 0, not 'fast'"),
     ],
 )
 def test_invalid_fields(tmp_path, change, message):
@@ -88,8 +94,10 @@ def test_overrides_are_validated(tmp_path):
     changed = space.with_overrides(fixed={"lr": 0.5}, epochs=3, workers=2)
     assert changed.param_space["lr"] == 0.5 and changed.epochs == 3 and changed.workers == 2
     assert space.param_space["lr"] != 0.5  # the loaded space is left as it was
-    with pytest.raises(TunerError, match="optimizer 'rmsprop' is unknown"):
+    with pytest.raises(TunerError, match="optimizer must be one of adam, adamw, sgd, not 'rmsprop'"):
         space.with_overrides(fixed={"optimizer": "rmsprop"})
+    with pytest.raises(TunerError, match="batch_size must be an integer >= 1, not 0"):
+        space.with_overrides(fixed={"batch_size": 0})
 
 
 def test_parse_set():

@@ -11,6 +11,7 @@ from tuner.overrides import parse_sets
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_STORAGE = "./tuner_results"
 USAGE_ERROR = 2
+INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,18 +84,22 @@ def _run(args: argparse.Namespace) -> int:
                          max_concurrent=args.max_concurrent, address=args.address)
     outcome = run(space, options)
     trials = outcome.trials
-    finished = trials[trials["status"] == "finished"] if len(trials) else trials
     print()
     print(f"experiment: {outcome.experiment_path}")
     print(f"report:     {outcome.experiment_path}/{report.TRIALS_CSV} (python -m tuner report {outcome.experiment_path})")
+    unfinished = trials["status"].isin([report.INCOMPLETE, report.NOT_STARTED])
+    if unfinished.any():
+        print(f"interrupted: {int((trials['status'] == 'finished').sum())} of {len(trials)} trials finished; "
+              "the report holds every epoch that was recorded")
+    finished = trials[trials["status"] == "finished"]
     if finished.empty:
         print(f"no trial finished ({len(trials)} recorded); the report lists each trial's status and error")
-        return 1
+        return INTERRUPTED if unfinished.any() else 1
     best = finished.iloc[0]
     config = ", ".join(f"{key}={best[key]}" for key in sorted(space.param_space))
     print(f"best trial: {best['trial_id']}  best_{outcome.metric}={best['best_' + outcome.metric]:.4f} "
           f"(epoch {best['best_epoch']})  {config}")
-    return 0
+    return INTERRUPTED if unfinished.any() else 0
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -15,12 +15,18 @@ from tuner.metrics import METRICS
 
 TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
 STATUS = {"TERMINATED": "finished", "ERROR": "error"}
+# Any other Ray state (RUNNING, PENDING, PAUSED) is a snapshot that may be stale: the run may still be
+# going or may have been killed. What the files do show is whether the trial got anywhere.
+INCOMPLETE, NOT_STARTED = "incomplete", "not started"
+
+# Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
+# already says "not started" for those trials, so the warning is noise.
+logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 HISTORY_COLUMNS = ["trial_id", "epoch", *METRICS, "diverged", "world_size", "samples_per_s", "time_total_s"]
 
 
 def _analysis(experiment_path: str) -> ExperimentAnalysis:
     fs, path = storage.filesystem(experiment_path)
-    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
     try:
         return ExperimentAnalysis(path, storage_filesystem=fs)
     except (ValueError, FileNotFoundError):
@@ -50,7 +56,7 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         history = history.reindex(columns=HISTORY_COLUMNS).assign(trial_id=trial.trial_id)
         histories.append(history)
         last = history.iloc[-1] if len(history) else None
-        status = STATUS.get(trial.status, trial.status.lower())
+        status = STATUS.get(trial.status) or (INCOMPLETE if len(history) else NOT_STARTED)
         if last is not None and last["diverged"] in (True, 1):
             status = "diverged"  # the loop stopped on a non-finite loss
         row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status}
@@ -70,6 +76,7 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     if len(trials):
         trials = trials.sort_values(f"best_{metric}", ascending=(mode == "min"), na_position="last", kind="stable")
         trials.insert(0, "rank", range(1, len(trials) + 1))
+        trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
     history = pd.concat(histories, ignore_index=True) if histories else pd.DataFrame(columns=HISTORY_COLUMNS)
     history["epoch"] = history["epoch"].astype("Int64")

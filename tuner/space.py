@@ -14,11 +14,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ray.tune.search.sample import Categorical, Domain
+from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from tuner.data import DATASETS
 from tuner.errors import TunerError
-from tuner.hyperparameters import DEFAULTS, OPTIMIZERS
+from tuner import hyperparameters
+from tuner.hyperparameters import DEFAULTS
 from tuner.models import MODELS
 from tuner.metrics import METRICS
 
@@ -130,18 +131,21 @@ def _validate_param_space(space: Space) -> None:
                 _fail(space, f"param_space[{key!r}] is a dict; use tune.grid_search([...]) for a grid axis")
             if not isinstance(value["grid_search"], (list, tuple)) or not value["grid_search"]:
                 _fail(space, f"param_space[{key!r}] is an empty grid; give tune.grid_search at least one value")
-        if key == "optimizer":
-            for choice in _values(value):
-                if choice not in OPTIMIZERS:
-                    _fail(space, f"optimizer {choice!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
+        for candidate in _values(value):
+            if (reason := hyperparameters.problem(key, candidate)) is not None:
+                _fail(space, reason)
 
 
 def _values(value: Any) -> list[Any]:
-    """The finite values a param can take, where they are known up front."""
+    """The values a param can take that are known up front: grid and choice values, range bounds."""
     if isinstance(value, dict):
         return list(value["grid_search"])
     if isinstance(value, Categorical):
         return list(value.categories)
+    if isinstance(value, Integer):
+        return [value.lower, value.upper - 1]  # tune.randint's upper bound is exclusive
+    if isinstance(value, Float):
+        return [value.lower, value.upper]
     if isinstance(value, Domain):
-        return []
+        return []  # e.g. tune.sample_from: only known once sampled
     return [value]
