@@ -25,8 +25,8 @@ class Recorder:
         self.checkpoints.append(kept)
 
 
-def runtime(report, restored=None) -> Runtime:
-    return Runtime(rank=0, world_size=1, device=torch.device("cpu"), report=report, restored=restored,
+def runtime(report, restored=None, trial_id="t0") -> Runtime:
+    return Runtime(trial_id=trial_id, rank=0, world_size=1, device=torch.device("cpu"), report=report, restored=restored,
                    wrap_model=lambda m: m, wrap_loader=lambda l: l, all_reduce=lambda t: t)
 
 
@@ -70,6 +70,19 @@ def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path, digits_ref):
     train(config, setup_for(digits_ref, epochs=4), runtime(resumed, restored=from_epoch_2))
     assert [m["epoch"] for m in resumed.metrics] == [3, 4]
     assert [m["val_loss"] for m in resumed.metrics] == [m["val_loss"] for m in full.metrics[2:]]
+    assert (resumed.metrics[0]["restored_from"], resumed.metrics[0]["restored_epoch"]) == ("t0", 2)
+    assert "restored_from" not in resumed.metrics[1]
+
+
+def test_restored_trial_trains_with_its_own_lr_not_the_checkpoints(tmp_path, digits_ref):
+    """PBT hands a trial another's checkpoint with a new lr; the optimizer state must not bring the old one back."""
+    full = Recorder(tmp_path / "full")
+    train({"lr": 1e-2, "optimizer": "sgd"}, setup_for(digits_ref, epochs=2), runtime(full))
+    frozen = Recorder(tmp_path / "frozen")
+    donor = tune.Checkpoint.from_directory(str(full.checkpoints[0]))
+    train({"lr": 1e-12, "optimizer": "sgd"}, setup_for(digits_ref, epochs=2), runtime(frozen, restored=donor))
+    assert frozen.metrics[0]["val_loss"] == pytest.approx(full.metrics[0]["val_loss"], abs=1e-6)
+    assert full.metrics[1]["val_loss"] < full.metrics[0]["val_loss"] - 1e-3
 
 
 def test_divergence_stops_the_trial(tmp_path, digits_ref):

@@ -4,7 +4,7 @@
     exp = analysis.load("tuner_results/digits_mlp-20261202-120000")
     exp.trials      # one row per trial, ranked best first
     exp.history     # one row per trial per epoch
-    exp.best()      # the best finished trial's row
+    exp.best()      # the best trial's row, among those that ran to the end or were stopped by the scheduler
 """
 
 from dataclasses import dataclass
@@ -35,10 +35,10 @@ class Experiment:
         return list(self.meta["params"])
 
     def best(self) -> pd.Series:
-        finished = self.trials[self.trials["status"] == "finished"]
-        if finished.empty:
-            raise ValueError(f"no trial of {self.path} finished; see exp.trials[['status', 'error']]")
-        return finished.iloc[0]
+        scored = self.trials[self.trials["status"].isin(report.SCORED)]
+        if scored.empty:
+            raise ValueError(f"no trial of {self.path} completed; see exp.trials[['status', 'error']]")
+        return scored.iloc[0]
 
     def curves(self, metric: str | None = None) -> pd.DataFrame:
         """Epoch x trial table of one metric, ready for `.plot()`."""

@@ -2,14 +2,17 @@
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import ray
 from ray import tune
-from ray.tune.search.basic_variant import BasicVariantGenerator
 
-from tuner import data, report, storage
+from tuner import budgets, data, report, schedulers, searchers, storage
+from tuner.data.dataset import Dataset
 from tuner.errors import TunerError
 from tuner.space import Space
 from tuner.trainable import trainable
@@ -33,6 +36,8 @@ class RunOptions:
     data_dir: str | None = None
     max_concurrent: int | None = None
     address: str | None = None  # an existing Ray cluster; None starts a local instance
+    max_failures: int = 2  # retries of a crashed trial, each from its latest checkpoint
+    verbose: int = 1  # Ray Tune's output: 0 silent, 1 the live trial table, 2 every result
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Outcome:
     experiment_path: str
     trials: pd.DataFrame
     metric: str
+    params: list[str]
 
 
 def _check_resources(space: Space) -> int:
@@ -60,6 +66,29 @@ def _check_resources(space: Space) -> int:
     return int(fits)
 
 
+@contextmanager
+def _ray(address: str | None) -> Iterator[None]:
+    ray.init(address=address, include_dashboard=False, dashboard_host="127.0.0.1",
+             configure_logging=True, logging_level="WARNING")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _setup(meta: dict[str, Any], dataset: Dataset, experiment_path: str) -> TrialSetup:
+    return TrialSetup(
+        model=meta["model"],
+        data=ray.put(dataset),
+        epochs=meta["epochs"],
+        seed=meta["seed"],
+        workers=meta["workers"],
+        cpus_per_worker=meta["cpus_per_worker"],
+        gpus_per_worker=meta["gpus_per_worker"],
+        experiment_path=experiment_path,
+    )
+
+
 def run(space: Space, options: RunOptions) -> Outcome:
     name = options.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     storage_path = storage.normalize(options.storage_path)
@@ -67,48 +96,72 @@ def run(space: Space, options: RunOptions) -> Outcome:
     if storage.exists(experiment_path):
         raise TunerError(f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)")
     dataset = data.load(space.dataset, options.data_dir)  # a missing data root fails here, before Ray starts
+    stopper = budgets.parse_stop(space.stop) if space.stop else None
 
-    ray.init(address=options.address, include_dashboard=False, dashboard_host="127.0.0.1",
-             configure_logging=True, logging_level="WARNING")
-    try:
+    with _ray(options.address):
         fits = _check_resources(space)
         max_concurrent = options.max_concurrent or space.max_concurrent or fits
-        setup = TrialSetup(
-            model=space.model,
-            data=ray.put(dataset),
-            epochs=space.epochs,
-            seed=options.seed,
-            workers=space.workers,
-            cpus_per_worker=space.cpus_per_worker,
-            gpus_per_worker=space.gpus_per_worker,
-            experiment_path=experiment_path,
-        )
-        storage.write_meta(experiment_path, {
+        search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples, options.seed,
+                                                  max_concurrent)
+        # Everything `resume` needs to rebuild the trainable; Ray's own tuner.pkl keeps the rest.
+        meta = {
             "space": space.name, "source": space.source, "model": space.model, "dataset": space.dataset,
-            "metric": space.metric, "mode": space.mode, "params": sorted(space.param_space),
-            "epochs": space.epochs, "num_samples": space.num_samples, "workers": space.workers, "seed": options.seed,
-        })
+            "data_dir": options.data_dir, "metric": space.metric, "mode": space.mode,
+            "params": sorted(space.param_space), "epochs": space.epochs, "num_samples": space.num_samples,
+            "workers": space.workers, "cpus_per_worker": space.cpus_per_worker,
+            "gpus_per_worker": space.gpus_per_worker, "search": space.search, "scheduler": space.scheduler,
+            "seed": options.seed,
+        }
+        storage.write_meta(experiment_path, meta)
         tuner = tune.Tuner(
-            trainable(setup),
-            param_space=space.param_space,
+            trainable(_setup(meta, dataset, experiment_path)),
+            param_space=param_space,
             tune_config=tune.TuneConfig(
                 metric=space.metric,
                 mode=space.mode,
                 num_samples=space.num_samples,
                 max_concurrent_trials=max_concurrent,
-                search_alg=BasicVariantGenerator(random_state=options.seed),
+                search_alg=search_alg,
+                scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
+                                           space.workers),
+                time_budget_s=budgets.parse_duration(space.time_budget) if space.time_budget else None,
                 trial_name_creator=TrialNamer(space.name),
                 trial_dirname_creator=TrialNamer(space.name),
+                # Ray 2.60 lost result rows of PBT trials on reused actors (seen: 4 of 12 epochs kept).
+                reuse_actors=False,
             ),
             run_config=tune.RunConfig(
                 name=name,
                 storage_path=storage_path,
+                stop=stopper,
+                verbose=options.verbose,
+                failure_config=tune.FailureConfig(max_failures=options.max_failures),
                 checkpoint_config=tune.CheckpointConfig(
-                    num_to_keep=2, checkpoint_score_attribute=space.metric, checkpoint_score_order=space.mode
+                    num_to_keep=schedulers.checkpoints_to_keep(space.scheduler),
+                    checkpoint_score_attribute=space.metric,
+                    checkpoint_score_order=space.mode,
                 ),
             ),
         )
         tuner.fit()
-    finally:
-        ray.shutdown()
-    return Outcome(experiment_path, report.write(experiment_path), space.metric)
+    return Outcome(experiment_path, report.write(experiment_path), space.metric, meta["params"])
+
+
+def resume(experiment_path: str, address: str | None = None, data_dir: str | None = None) -> Outcome:
+    """Continue an interrupted experiment: unfinished and errored trials go on from their latest
+    checkpoints; finished trials are kept as they are and not run again."""
+    experiment_path = storage.normalize(experiment_path)
+    meta = report.load_meta(experiment_path)
+    dataset = data.load(meta["dataset"], data_dir or meta["data_dir"])
+    with _ray(address):
+        if not tune.Tuner.can_restore(experiment_path):
+            raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the first "
+                             "trial was recorded); start it again with `tuner run --name <a new name>`")
+        tuner = tune.Tuner.restore(
+            experiment_path,
+            trainable=trainable(_setup(meta, dataset, experiment_path)),
+            resume_unfinished=True,
+            resume_errored=True,
+        )
+        tuner.fit()
+    return Outcome(experiment_path, report.write(experiment_path), meta["metric"], meta["params"])

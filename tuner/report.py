@@ -14,15 +14,19 @@ from tuner.errors import TunerError
 from tuner.metrics import METRICS
 
 TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
-STATUS = {"TERMINATED": "finished", "ERROR": "error"}
-# Any other Ray state (RUNNING, PENDING, PAUSED) is a snapshot that may be stale: the run may still be
+# PAUSED at the end of a run: HyperBand paused the trial at a rung and its bracket never filled.
+STATUS = {"TERMINATED": "finished", "ERROR": "error", "PAUSED": "paused"}
+# Any other Ray state (RUNNING, PENDING) is a snapshot that may be stale: the run may still be
 # going or may have been killed. What the files do show is whether the trial got anywhere.
 INCOMPLETE, NOT_STARTED = "incomplete", "not started"
+
+SCORED = ("finished", "stopped early", "paused")  # statuses whose scores count towards the best trial
 
 # Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
 # already says "not started" for those trials, so the warning is noise.
 logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
-HISTORY_COLUMNS = ["trial_id", "epoch", *METRICS, "diverged", "world_size", "samples_per_s", "time_total_s"]
+METRIC_COLUMNS = ["epoch", *METRICS, "diverged", "world_size", "samples_per_s", "time_total_s", "reported_at",
+                  "restored_from", "restored_epoch"]
 
 
 def _analysis(experiment_path: str) -> ExperimentAnalysis:
@@ -44,42 +48,57 @@ def _error_line(trial: Any) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _history(frame: pd.DataFrame, trial_id: str, params: list[str]) -> pd.DataFrame:
+    """One row per reported epoch, with the config that epoch ran under (PBT changes it over time)."""
+    configs = {f"config/{key}": key for key in params}
+    history = frame.reindex(columns=[*METRIC_COLUMNS, *configs]).rename(columns=configs)
+    history.insert(0, "trial_id", trial_id)
+    # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
+    return history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
+
+
+def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> str:
+    if len(history) and history["diverged"].iloc[-1] in (True, 1):
+        return "diverged"  # the loop stopped on a non-finite loss
+    if trial.status == "TERMINATED" and epochs_run < epochs:
+        return "stopped early"  # by the scheduler, a --stop condition or the time budget
+    return STATUS.get(trial.status) or (INCOMPLETE if len(history) else NOT_STARTED)
+
+
+def _trial_row(trial: Any, history: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
+    metric, mode = meta["metric"], meta["mode"]
+    epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
+    row: dict[str, Any] = {"trial_id": trial.trial_id, "status": _status(trial, history, epochs_run, meta["epochs"])}
+    row.update({key: trial.config.get(key) for key in meta["params"]})
+    last = history.iloc[-1] if len(history) else None
+    for name in METRICS:
+        row[name] = float(last[name]) if last is not None else math.nan
+    scores = history[metric].astype(float)
+    best = (scores.idxmax() if mode == "max" else scores.idxmin()) if scores.notna().any() else None
+    row[f"best_{metric}"] = float(scores[best]) if best is not None else math.nan
+    row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
+    row["epochs"] = epochs_run
+    row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
+    row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
+    row["trial_dir"] = trial.storage.trial_fs_path
+    return row
+
+
 def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
-    metric, mode = meta["metric"], meta["mode"]
     analysis = _analysis(experiment_path)
     frames = analysis.trial_dataframes
-    rows, histories = [], []
-    for trial in analysis.trials:
-        history = frames.get(trial.trial_id, pd.DataFrame())
-        history = history.reindex(columns=HISTORY_COLUMNS).assign(trial_id=trial.trial_id)
-        histories.append(history)
-        last = history.iloc[-1] if len(history) else None
-        status = STATUS.get(trial.status) or (INCOMPLETE if len(history) else NOT_STARTED)
-        if last is not None and last["diverged"] in (True, 1):
-            status = "diverged"  # the loop stopped on a non-finite loss
-        row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status}
-        row.update({key: trial.config.get(key) for key in meta["params"]})
-        for name in METRICS:
-            row[name] = float(last[name]) if last is not None else math.nan
-        scores = history[metric].astype(float)
-        best_index = (scores.idxmax() if mode == "max" else scores.idxmin()) if scores.notna().any() else None
-        row[f"best_{metric}"] = float(scores[best_index]) if best_index is not None else math.nan
-        row["best_epoch"] = int(history.loc[best_index, "epoch"]) if best_index is not None else None
-        row["epochs"] = int(history["epoch"].max()) if len(history) else 0
-        row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
-        row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
-        row["trial_dir"] = trial.storage.trial_fs_path
-        rows.append(row)
-    trials = pd.DataFrame(rows)
+    histories = [_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"])
+                 for trial in analysis.trials]
+    trials = pd.DataFrame([_trial_row(trial, history, meta) for trial, history in zip(analysis.trials, histories)])
     if len(trials):
-        trials = trials.sort_values(f"best_{metric}", ascending=(mode == "min"), na_position="last", kind="stable")
+        best_column = f"best_{meta['metric']}"
+        trials = trials.sort_values(best_column, ascending=meta["mode"] == "min", na_position="last", kind="stable")
         trials.insert(0, "rank", range(1, len(trials) + 1))
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
-    history = pd.concat(histories, ignore_index=True) if histories else pd.DataFrame(columns=HISTORY_COLUMNS)
-    history["epoch"] = history["epoch"].astype("Int64")
+    history = pd.concat(histories, ignore_index=True) if histories else _history(pd.DataFrame(), "", meta["params"])
     return trials, history
 
 

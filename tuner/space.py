@@ -2,7 +2,8 @@
 
 A space module sets module-level names (see README, "Writing a space module"):
 required `model`, `dataset`, `metric`, `mode`, `param_space`; optional `num_samples`, `epochs`,
-`workers`, `cpus_per_worker`, `gpus_per_worker`, `max_concurrent`, `description`.
+`workers`, `cpus_per_worker`, `gpus_per_worker`, `max_concurrent`, `search`, `scheduler`,
+`time_budget`, `stop`, `description`.
 """
 
 import dataclasses
@@ -18,7 +19,7 @@ from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from tuner.data import DATASETS
 from tuner.errors import TunerError
-from tuner import hyperparameters
+from tuner import budgets, hyperparameters, schedulers, searchers
 from tuner.hyperparameters import DEFAULTS
 from tuner.models import MODELS
 from tuner.metrics import METRICS
@@ -41,6 +42,10 @@ class Space:
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
     max_concurrent: int | None = None
+    search: str = "grid"
+    scheduler: str = "fifo"
+    time_budget: str | None = None  # e.g. "30m"
+    stop: str | None = None  # e.g. "val_acc>=0.98"
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -118,6 +123,15 @@ def validate(space: Space) -> None:
     if not isinstance(space.gpus_per_worker, (int, float)) or space.gpus_per_worker < 0:
         _fail(space, f"gpus_per_worker must be a number >= 0, not {space.gpus_per_worker!r}")
     _validate_param_space(space)
+    try:
+        searchers.check(space.search, space.param_space)
+        schedulers.check(space.scheduler, space.search, space.param_space, space.workers)
+        if space.time_budget is not None:
+            budgets.parse_duration(space.time_budget)
+        if space.stop is not None:
+            budgets.parse_stop(space.stop)
+    except TunerError as err:
+        _fail(space, str(err))
 
 
 def _validate_param_space(space: Space) -> None:

@@ -43,6 +43,7 @@ class TrialSetup:
 
 @dataclass
 class Runtime:
+    trial_id: str  # written into checkpoints, so a restore can tell whose weights it loaded
     rank: int
     world_size: int
     device: torch.device
@@ -98,13 +99,19 @@ def train(config: dict[str, Any], setup: TrialSetup, rt: Runtime) -> None:
 
     raw_model = build_model(setup.model, data, hp).to(rt.device)
     optimizer = make_optimizer(raw_model, hp)
-    start_epoch = 1
+    start_epoch, lineage = 1, {}
     if rt.restored is not None:
         with rt.restored.as_directory() as ckpt_dir:
             state = torch.load(Path(ckpt_dir) / CHECKPOINT_FILE, map_location=rt.device)
         raw_model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        # The saved optimizer state carries the old lr/momentum/decay; this trial's config wins
+        # (PBT restarts a trial with a donor's checkpoint and a mutated config).
+        fresh = make_optimizer(raw_model, hp).param_groups[0]
+        for group in optimizer.param_groups:
+            group.update({key: value for key, value in fresh.items() if key != "params"})
         start_epoch = state["epoch"] + 1
+        lineage = {"restored_from": state["trial_id"], "restored_epoch": state["epoch"]}
     model = rt.wrap_model(raw_model)
 
     # The global batch is batch_size whatever the world size, so a config means the same optimisation.
@@ -138,11 +145,15 @@ def train(config: dict[str, Any], setup: TrialSetup, rt: Runtime) -> None:
             "world_size": rt.world_size,
             "samples_per_s": samples / elapsed,
             "diverged": diverged,
+            "reported_at": time.time(),
+            **lineage,
         }
+        lineage = {}  # reported with the first epoch after a restore only
         with tempfile.TemporaryDirectory() as ckpt_dir:
             if rt.rank == 0:
-                torch.save({"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
-                           Path(ckpt_dir) / CHECKPOINT_FILE)
+                state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                         "trial_id": rt.trial_id}
+                torch.save(state, Path(ckpt_dir) / CHECKPOINT_FILE)
             rt.report(metrics, ckpt_dir if rt.rank == 0 else None)
         if diverged:
             return  # further epochs would only compute NaNs

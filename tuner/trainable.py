@@ -24,6 +24,7 @@ def in_process_runtime(setup: TrialSetup) -> Runtime:
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(ckpt_dir) if ckpt_dir else None)
 
     return Runtime(
+        trial_id=tune.get_context().get_trial_id(),
         rank=0,
         world_size=1,
         device=torch.device("cuda" if use_gpu else "cpu"),
@@ -35,7 +36,7 @@ def in_process_runtime(setup: TrialSetup) -> Runtime:
     )
 
 
-def ray_train_runtime() -> Runtime:
+def ray_train_runtime(trial_id: str) -> Runtime:
     context = ray.train.get_context()
 
     def report(metrics: dict[str, Any], ckpt_dir: str | None) -> None:
@@ -47,6 +48,7 @@ def ray_train_runtime() -> Runtime:
         return tensor
 
     return Runtime(
+        trial_id=trial_id,
         rank=context.get_world_rank(),
         world_size=context.get_world_size(),
         device=ray.train.torch.get_device(),
@@ -61,7 +63,7 @@ def ray_train_runtime() -> Runtime:
 
 def train_worker(loop_config: dict[str, Any]) -> None:
     """Runs on each Ray Train worker."""
-    train(loop_config["config"], loop_config["setup"], ray_train_runtime())
+    train(loop_config["config"], loop_config["setup"], ray_train_runtime(loop_config["trial_id"]))
 
 
 def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
@@ -72,7 +74,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     trial_dir_name = os.path.basename(context.get_trial_dir())
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
-        train_loop_config={"config": config, "setup": setup},
+        train_loop_config={"config": config, "setup": setup, "trial_id": context.get_trial_id()},
         scaling_config=ray.train.ScalingConfig(
             num_workers=setup.workers,
             use_gpu=setup.gpus_per_worker > 0,

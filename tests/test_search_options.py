@@ -1,0 +1,117 @@
+"""Search algorithm, scheduler and budget options: validation and seeding, without running trials."""
+
+import pytest
+from ray import tune
+from ray.tune.search.sample import Categorical
+
+from tuner import schedulers, searchers
+from tuner.budgets import parse_duration, parse_stop
+from tuner.errors import TunerError
+
+SPACE = {
+    "lr": tune.loguniform(1e-4, 1e-1),
+    "hidden": tune.choice([16, 32, 64]),
+    "dropout": tune.uniform(0.0, 0.3),
+    "batch_size": 32,
+}
+
+
+def test_grid_axes_become_choices_for_random_search():
+    space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": 8}
+    _, converted = searchers.build("random", space, num_samples=4, seed=0)
+    assert isinstance(converted["lr"], Categorical) and converted["lr"].categories == [0.1, 0.01]
+    assert converted["hidden"] == 8
+    assert searchers.build("grid", space, num_samples=4, seed=0)[1] == space
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_model_based_searchers_refuse_grid_axes(search):
+    with pytest.raises(TunerError, match=f"{search} cannot take grid axes \\(lr\\); use --search grid or random"):
+        searchers.check(search, {"lr": tune.grid_search([0.1, 0.01])})
+
+
+def test_unknown_names():
+    with pytest.raises(TunerError, match="unknown search 'sobol'"):
+        searchers.check("sobol", SPACE)
+    with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
+        schedulers.check("pb2", "grid", SPACE, workers=1)
+
+
+def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
+    algorithm, space = searchers.build(search, SPACE, num_samples=n, seed=seed)
+    algorithm.set_search_properties("val_acc", "max", space)
+    return [algorithm.suggest(f"trial_{i}") for i in range(n)]
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_same_seed_same_configs(search):
+    first, again, other = _suggestions(search, 1), _suggestions(search, 1), _suggestions(search, 2)
+    assert first == again
+    assert first != other
+    assert all(1e-4 <= config["lr"] <= 1e-1 for config in first)
+
+
+def _variants(search: str, seed: int) -> list[dict]:
+    space = {**SPACE, "batch_size": tune.grid_search([16, 32])}
+    generator, param_space = searchers.build(search, space, num_samples=3, seed=seed)
+    generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": 3}})
+    configs = []
+    while (trial := generator.next_trial()) is not None:
+        configs.append(trial.config)
+    return configs
+
+
+@pytest.mark.parametrize("search,count", [("grid", 6), ("random", 3)])
+def test_grid_and_random_variants_are_reproducible_by_seed(search, count):
+    first, again, other = _variants(search, 5), _variants(search, 5), _variants(search, 6)
+    assert len(first) == count
+    assert first == again and first != other
+
+
+def test_pbt_mutates_only_what_a_checkpoint_survives():
+    space = {**SPACE, "optimizer": tune.choice(["adam", "sgd"]), "weight_decay": tune.grid_search([0.0, 1e-4])}
+    assert set(schedulers.pbt_mutations(space)) == {"lr", "dropout", "weight_decay"}
+    assert schedulers.pbt_mutations(space)["weight_decay"] == [0.0, 1e-4]
+
+
+def test_pbt_without_anything_to_mutate_or_with_ddp():
+    with pytest.raises(TunerError, match="pbt has nothing to mutate"):
+        schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1}, workers=1)
+    with pytest.raises(TunerError, match="pbt needs workers = 1"):
+        schedulers.check("pbt", "grid", SPACE, workers=2)
+
+
+def test_bohb_brings_its_own_scheduler():
+    with pytest.raises(TunerError, match="bohb runs with its own HyperBand scheduler"):
+        schedulers.check("asha", "bohb", SPACE, workers=1)
+    assert type(schedulers.build("fifo", "bohb", SPACE, epochs=9, workers=1)).__name__ == "HyperBandForBOHB"
+
+
+def test_scheduler_budgets_follow_the_epochs():
+    asha = schedulers.build("asha", "random", SPACE, epochs=27, workers=1)
+    assert (asha._max_t, asha._reduction_factor) == (27, 3)
+    assert schedulers.build("fifo", "grid", SPACE, epochs=5, workers=1) is None
+    pbt = schedulers.build("pbt", "grid", SPACE, epochs=12, workers=1)
+    assert pbt._perturbation_interval == 3
+
+
+@pytest.mark.parametrize("text,seconds", [("90", 90), ("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["abc", "", "-5m", "0", "30 minutes"])
+def test_bad_durations(text):
+    with pytest.raises(TunerError, match="time budget"):
+        parse_duration(text)
+
+
+def test_stop_conditions():
+    stop = parse_stop("val_acc>=0.98")
+    assert not stop("t1", {"val_acc": 0.5}) and not stop.stop_all()
+    assert stop("t1", {"val_acc": 0.99}) and stop.stop_all()
+    assert parse_stop(" val_loss < 0.1 ")("t", {"val_loss": 0.05})
+    for bad, message in (("val_acc=0.9", "not METRIC OP NUMBER"), ("f1>=0.9", "'f1' is not reported"),
+                         ("val_acc>=high", "not METRIC OP NUMBER")):
+        with pytest.raises(TunerError, match=message):
+            parse_stop(bad)

@@ -1,0 +1,151 @@
+"""Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
+
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_tuner, tuner_command
+
+pytestmark = pytest.mark.slow
+
+# lr=1e-5 barely moves in a few epochs while lr=3e-2 reaches ~90 %: bad configs are obvious.
+OBVIOUS = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = {epochs}
+num_samples = {num_samples}
+param_space = {{
+    "lr": {lr},
+    "hidden": tune.choice([16, 32]),
+    "batch_size": 64,
+}}
+"""
+
+
+def space(workdir, name, epochs=9, num_samples=6, lr="tune.choice([1e-5, 1e-5, 3e-2])"):
+    (workdir / f"{name}.py").write_text(textwrap.dedent(OBVIOUS.format(epochs=epochs, num_samples=num_samples, lr=lr)))
+    return f"{name}.py"
+
+
+def run(workdir, *args):
+    result = run_tuner("run", *args, "--storage-path", "results", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    name = args[args.index("--name") + 1]
+    experiment = workdir / "results" / name
+    return pd.read_csv(experiment / "trials.csv"), pd.read_parquet(experiment / "history.parquet")
+
+
+def test_asha_stops_bad_configs_early(tmp_path):
+    trials, history = run(tmp_path, space(tmp_path, "obvious"), "--search", "random", "--scheduler", "asha",
+                          "--name", "asha", "--max-concurrent", "2")
+    assert len(trials) == 6
+    stopped = trials[trials["status"] == "stopped early"]
+    full = trials[trials["status"] == "finished"]
+    assert len(stopped) >= 1 and (stopped["epochs"] < 9).all()
+    assert (full["epochs"] == 9).all()
+    assert trials.iloc[0]["status"] == "finished" and trials.iloc[0]["lr"] == 3e-2
+    assert stopped["best_val_acc"].mean() < full["best_val_acc"].mean()
+    assert len(history) == trials["epochs"].sum() < 6 * 9
+
+
+def test_pbt_restores_from_a_donor_checkpoint(tmp_path):
+    # 3 epochs: PBT perturbs after epochs 1 and 2 (interval epochs // 4, at least 1).
+    path = space(tmp_path, "pbt_space", epochs=3, lr="tune.grid_search([1e-5, 2e-5, 1e-2, 3e-2])", num_samples=1)
+    # Half a CPU each: all four trials run at once, so PBT compares them at the same epochs.
+    trials, history = run(tmp_path, path, "--scheduler", "pbt", "--name", "pbt", "--cpus-per-worker", "0.5")
+    restored = history[history["restored_from"].notna()]
+    exploits = restored[restored["restored_from"] != restored["trial_id"]]  # the rest are pause/resume
+    assert len(exploits) >= 1, "no trial exploited another"
+    ids = set(trials["trial_id"])
+    for _, row in restored.iterrows():
+        donor = row["restored_from"]
+        assert donor in ids  # the checkpoint was written by a trial of this experiment
+        assert row["epoch"] == row["restored_epoch"] + 1  # and training went on from the donor's epoch
+        assert row["restored_epoch"] in set(history.loc[history["trial_id"] == donor, "epoch"])
+    # A trial's epochs only go back or skip where it loaded a checkpoint (asynchronous PBT may hand a
+    # trial a donor's earlier epoch, which it then trains again under the new config).
+    for _, rows in history.groupby("trial_id", sort=False):
+        steps = rows["epoch"].diff().iloc[1:]
+        assert ((steps == 1) | rows["restored_from"].iloc[1:].notna()).all()
+    # The config schedule: an exploiting trial's lr changes over its epochs.
+    schedules = history.groupby("trial_id")["lr"].nunique()
+    assert schedules.max() >= 2
+
+
+def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
+    path = space(tmp_path, "long", epochs=400, num_samples=50, lr="tune.loguniform(1e-5, 3e-2)")
+    started = time.monotonic()
+    trials, history = run(tmp_path, path, "--search", "optuna", "--scheduler", "median", "--time-budget", "15s",
+                          "--name", "optuna_median")
+    assert time.monotonic() - started < 100  # 15 s of trials plus Ray's start-up and teardown
+    assert 1 <= len(trials) < 50
+    assert (trials["epochs"] < 400).all()
+    assert set(trials["status"]) <= {"stopped early", "not started"}
+
+
+def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
+    path = space(tmp_path, "stop", epochs=30, num_samples=8, lr="tune.loguniform(1e-2, 3e-2)")
+    trials, history = run(tmp_path, path, "--search", "hyperopt", "--scheduler", "hyperband", "--stop",
+                          "val_acc>=0.8", "--name", "hyperopt_stop")
+    assert trials.iloc[0]["best_val_acc"] >= 0.8
+    assert history["epoch"].max() < 30  # nobody trained on after the target was reached
+
+
+def test_bohb(tmp_path):
+    path = space(tmp_path, "bohb_space", epochs=3, num_samples=4, lr="tune.loguniform(1e-4, 3e-2)")
+    trials, history = run(tmp_path, path, "--search", "bohb", "--name", "bohb")
+    assert len(trials) == 4 and trials["best_val_acc"].notna().all()
+    # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
+    assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
+
+
+def _finished(experiment, epochs):
+    return [path for path in experiment.glob("*/result.json") if len(path.read_text().splitlines()) == epochs]
+
+
+def test_resume_after_the_driver_is_killed(tmp_path):
+    """Kill -9 the driver once a trial has finished; `tuner resume` finishes the rest and runs none twice."""
+    path = space(tmp_path, "resumable", epochs=20, num_samples=1, lr="tune.grid_search([1e-3, 3e-3, 1e-2, 3e-2])")
+    experiment = tmp_path / "results" / "resumable"
+    command, env = tuner_command("run", path, "--storage-path", "results", "--name", "resumable",
+                                 "--max-concurrent", "1")
+    driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _finished(experiment, 20):
+            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
+            time.sleep(0.5)
+        time.sleep(3)  # let Tune snapshot the experiment state once more
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    before = {p.parent.name: p.read_text() for p in _finished(experiment, 20)}
+
+    result = run_tuner("resume", str(experiment), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert len(trials) == 4 and trials["trial_id"].is_unique
+    assert (trials["status"] == "finished").all()
+    # A trial's epochs only go back or skip where it loaded a checkpoint (asynchronous PBT may hand a
+    # trial a donor's earlier epoch, which it then trains again under the new config).
+    for _, rows in history.groupby("trial_id", sort=False):
+        steps = rows["epoch"].diff().iloc[1:]
+        assert ((steps == 1) | rows["restored_from"].iloc[1:].notna()).all()
+    assert len(history) == 4 * 20
+    for trial_dir, results in before.items():  # finished trials were kept, not run again
+        assert (experiment / trial_dir / "result.json").read_text() == results
+    # --max-concurrent 1 held: in report order, each trial's epochs form one unbroken run, except the
+    # trial the kill split in two. Two trials at once would interleave their epochs.
+    in_order = history.sort_values("reported_at")["trial_id"]
+    runs = int((in_order != in_order.shift()).sum())
+    assert runs <= 4 + 1

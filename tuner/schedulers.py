@@ -1,0 +1,87 @@
+"""`--scheduler`: which Ray Tune trial scheduler may stop, pause or perturb trials, with defaults
+derived from the space: every budget is counted in epochs (Tune's training_iteration).
+
+fifo       run every trial to the end (Ray's default).
+asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3.
+hyperband  HyperBandScheduler with the same budget (HyperBandForBOHB under --search bohb).
+median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
+pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
+           trial's checkpoint and perturbs the optimiser hyperparameters taken from the param_space.
+"""
+
+from typing import Any
+
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    HyperBandForBOHB,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    PopulationBasedTraining,
+    TrialScheduler,
+)
+from ray.tune.search.sample import Domain
+
+from tuner.errors import TunerError
+
+SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
+TIME_ATTR = "training_iteration"
+REDUCTION_FACTOR = 3
+# Hyperparameters a checkpoint survives a change of: architecture keys (hidden, channels) change the
+# weights' shapes and `optimizer` the optimiser state, so PBT cannot mutate those mid-training.
+MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
+
+
+def pbt_mutations(param_space: dict[str, Any]) -> dict[str, Any]:
+    mutations: dict[str, Any] = {}
+    for key in MUTABLE:
+        value = param_space.get(key)
+        if isinstance(value, Domain):
+            mutations[key] = value
+        elif isinstance(value, dict) and "grid_search" in value and len(value["grid_search"]) > 1:
+            mutations[key] = list(value["grid_search"])
+    return mutations
+
+
+def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int) -> None:
+    if scheduler not in SCHEDULERS:
+        raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
+    if search == "bohb" and scheduler not in ("fifo", "hyperband"):
+        raise TunerError(f"bohb runs with its own HyperBand scheduler; drop --scheduler {scheduler} or use hyperband")
+    if scheduler == "pbt":
+        if not pbt_mutations(param_space):
+            raise TunerError(
+                f"pbt has nothing to mutate: give one of {', '.join(MUTABLE)} a search domain "
+                "(tune.loguniform, tune.choice, ...) in the space"
+            )
+        if workers > 1:
+            raise TunerError("pbt needs workers = 1: a DDP trial's checkpoints live in its Ray Train run, "
+                             "where Tune cannot hand them to another trial")
+
+
+def checkpoints_to_keep(scheduler: str) -> int | None:
+    """PBT hands a donor's checkpoint to a trial that may start much later, by which time a bounded
+    retention would have deleted it; other schedulers only ever resume a trial from its own latest."""
+    return None if scheduler == "pbt" else 2
+
+
+def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int, workers: int) -> TrialScheduler | None:
+    check(scheduler, search, param_space, workers)
+    if search == "bohb":
+        return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "asha":
+        return ASHAScheduler(time_attr=TIME_ATTR, max_t=epochs, grace_period=1, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "hyperband":
+        return HyperBandScheduler(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "median":
+        return MedianStoppingRule(time_attr=TIME_ATTR, grace_period=1, min_samples_required=3)
+    if scheduler == "pbt":
+        return PopulationBasedTraining(
+            time_attr=TIME_ATTR,
+            perturbation_interval=max(1, epochs // 4),
+            hyperparam_mutations=pbt_mutations(param_space),
+            quantile_fraction=0.25,
+            # Synchronous, as in the PBT paper: trials are ranked at the same epoch, so who exploits
+            # whom depends on the scores, not on which trial happened to report first.
+            synch=True,
+        )
+    return None
