@@ -105,11 +105,10 @@ def train(config: dict[str, Any], setup: TrialSetup, rt: Runtime) -> None:
             state = torch.load(Path(ckpt_dir) / CHECKPOINT_FILE, map_location=rt.device)
         raw_model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        # The saved optimizer state carries the old lr/momentum/decay; this trial's config wins
+        # The saved param groups carry the old lr/momentum/decay; `defaults` still holds this trial's
         # (PBT restarts a trial with a donor's checkpoint and a mutated config).
-        fresh = make_optimizer(raw_model, hp).param_groups[0]
         for group in optimizer.param_groups:
-            group.update({key: value for key, value in fresh.items() if key != "params"})
+            group.update(optimizer.defaults)
         start_epoch = state["epoch"] + 1
         lineage = {"restored_from": state["trial_id"], "restored_epoch": state["epoch"]}
     model = rt.wrap_model(raw_model)
