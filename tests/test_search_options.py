@@ -115,3 +115,10 @@ def test_stop_conditions():
                          ("val_acc>=high", "not METRIC OP NUMBER")):
         with pytest.raises(TunerError, match=message):
             parse_stop(bad)
+
+
+@pytest.mark.parametrize("search", ["grid", "random", "optuna", "hyperopt", "bohb"])
+def test_every_searcher_carries_the_concurrency_limit(search):
+    space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
+    algorithm, _ = searchers.build(search, space, num_samples=4, seed=0, max_concurrent=2)
+    assert algorithm.max_concurrent == 2

@@ -120,7 +120,6 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 metric=space.metric,
                 mode=space.mode,
                 num_samples=space.num_samples,
-                max_concurrent_trials=max_concurrent,
                 search_alg=search_alg,
                 scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
                                            space.workers),

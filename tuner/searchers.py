@@ -43,11 +43,8 @@ def check(search: str, param_space: dict[str, Any]) -> None:
 
 def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
           max_concurrent: int = 0) -> tuple[Any, dict[str, Any]]:
-    """The search algorithm for TuneConfig(search_alg=...) and the param_space to give the Tuner.
-
-    Tune applies `max_concurrent_trials` to the model-based searchers only, so the variant generator
-    takes the limit itself (0: no limit).
-    """
+    """The search algorithm for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
+    (0: no limit), and the param_space to give the Tuner."""
     check(search, param_space)
     if search in ("grid", "random"):
         generator = tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
@@ -55,12 +52,16 @@ def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
     if search == "optuna":
         from ray.tune.search.optuna import OptunaSearch
 
-        return OptunaSearch(seed=seed), param_space
-    if search == "hyperopt":
+        searcher = OptunaSearch(seed=seed)
+    elif search == "hyperopt":
         from ray.tune.search.hyperopt import HyperOptSearch
 
         # HyperOpt's default of 20 random starts would make a short search purely random.
-        return HyperOptSearch(random_state_seed=seed, n_initial_points=max(2, min(20, num_samples // 3))), param_space
-    from ray.tune.search.bohb import TuneBOHB
+        searcher = HyperOptSearch(random_state_seed=seed, n_initial_points=max(2, min(20, num_samples // 3)))
+    else:
+        from ray.tune.search.bohb import TuneBOHB
 
-    return TuneBOHB(seed=seed), param_space
+        searcher = TuneBOHB(seed=seed)
+    if max_concurrent:
+        searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
+    return searcher, param_space
