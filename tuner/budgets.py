@@ -11,7 +11,6 @@ from ray import tune
 from tuner.errors import TunerError
 from tuner.metrics import METRICS
 
-UNITS = {"s": 1, "m": 60, "h": 3600}
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
 }
@@ -48,9 +47,6 @@ class MetricThreshold(tune.Stopper):
 
     def stop_all(self) -> bool:
         return self.reached
-
-    def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.value:g}"
 
 
 def parse_stop(text: str) -> MetricThreshold:

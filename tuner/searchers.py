@@ -26,8 +26,8 @@ def grid_axes(param_space: dict[str, Any]) -> list[str]:
 
 def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
     """The same values, sampled instead of enumerated."""
-    return {key: tune.choice(value["grid_search"]) if key in grid_axes(param_space) else value
-            for key, value in param_space.items()}
+    axes = grid_axes(param_space)
+    return {key: tune.choice(value["grid_search"]) if key in axes else value for key, value in param_space.items()}
 
 
 def check(search: str, param_space: dict[str, Any]) -> None:
