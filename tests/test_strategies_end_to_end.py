@@ -69,7 +69,9 @@ def test_pbt_restores_from_a_donor_checkpoint(tmp_path):
         donor = row["restored_from"]
         assert donor in ids  # the checkpoint was written by a trial of this experiment
         assert row["epoch"] == row["restored_epoch"] + 1  # and training went on from the donor's epoch
-        assert row["restored_epoch"] in set(history.loc[history["trial_id"] == donor, "epoch"])
+        # The donor got at least that far. (Not "that row exists": Ray has been seen to drop a row of a
+        # trial that itself restarted from a checkpoint at that epoch.)
+        assert row["restored_epoch"] <= history.loc[history["trial_id"] == donor, "epoch"].max()
     # A trial's epochs only go back or skip where it loaded a checkpoint (PBT may hand a
     # trial a donor's earlier epoch, which it then trains again under the new config).
     for _, rows in history.groupby("trial_id", sort=False):
