@@ -1,4 +1,5 @@
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +13,25 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def local_ray():
     """A real local Ray instance, shared by the in-process tests of one session."""
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
 
 
-def tuner_command(*args: str) -> tuple[list[str], dict[str, str]]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("TUNER_DATA_DIR", None)
-    return [sys.executable, "-m", "tuner", *args], env
+def tuner_command(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env.pop("TUNER_DATA_DIR", None)
+    return [sys.executable, "-m", "tuner", *args], full_env
 
 
-def run_tuner(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m tuner ...` in a fresh process, as a user runs it."""
-    command, env = tuner_command(*args)
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+def run_tuner(*args: str, cwd: Path, timeout: float = 300,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m tuner ...` in a fresh process, as a user runs it; `env` adds variables."""
+    command, full_env = tuner_command(*args, env=env)
+    return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

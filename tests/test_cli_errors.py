@@ -2,7 +2,10 @@
 
 import pytest
 
-from tests.conftest import run_tuner
+from tests.conftest import REPO, run_tuner
+from tuner.cli import main
+
+SPACES = REPO / "search_spaces"
 
 MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
 
@@ -32,18 +35,49 @@ MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
          "pbt has nothing to mutate"),
         (["run", "--max-failures", "-3"], "argument --max-failures: must be at least 0, not -3"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["report", "absent_dir"], "absent_dir does not exist"),
+        (["report", "not_an_experiment", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
+        (["run", "--address", "127.0.0.1:1"], "cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"),
+        (["run", "--address", "ray://127.0.0.1:1"], "cannot reach a Ray cluster at ray://127.0.0.1:1"),
+        (["run", "--address", "http://127.0.0.1:8265"], "is a dashboard (Jobs API) address: use it with `tuner submit`"),
+        (["run", "--address", "not an address"], "is not a Ray address; use auto, host:port or ray://host:port"),
+        (["run", "--dashboard", "--address", "auto"], "a cluster given with --address has its own"),
+        (["run", "--dashboard-port", "70000"], "argument --dashboard-port: 70000 is not a TCP port"),
+        (["submit"], "give the cluster's dashboard address: --address http://<head node>:8265"),
+        (["submit", "--address", "http://127.0.0.1:1"], "cannot reach a Ray cluster at http://127.0.0.1:1"),
+        (["submit", "--address", "127.0.0.1:6379"], "is not a dashboard URL; `tuner submit` needs http://"),
+        (["submit", "--address", "http://127.0.0.1:1", "--storage-path", "results"], "--storage-path results is relative"),
+        (["submit", "--address", "http://127.0.0.1:1", "--set", "lr=-1"], "lr must be"),
+        (["submit", "--address", "http://127.0.0.1:1", str(SPACES / "digits_mlp.py")], "is outside the current directory"),
     ],
 )
-def test_bad_input_is_one_clear_line(tmp_path, args, message):
+def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, args, message):
+    """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
+    an exception that escaped `main` would fail the test with its traceback."""
     (tmp_path / "missing_fields.py").write_text(MISSING_FIELDS)
     (tmp_path / "not_an_experiment").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
     before = set(tmp_path.iterdir())
-    result = run_tuner(*args, cwd=tmp_path)
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
+    try:
+        code = main(args)
+    except SystemExit as exit_:  # argparse exits by itself on malformed options
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], captured.err
     assert set(tmp_path.iterdir()) == before  # no experiment directory, no tuner_results/
+
+
+def test_bad_input_from_a_real_process_has_no_traceback(tmp_path):
+    (tmp_path / "missing_fields.py").write_text(MISSING_FIELDS)
+    result = run_tuner("run", "missing_fields.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tuner: error: space module missing_fields.py is missing metric, mode, param_space; "
+        "see README 'Writing a space module'"]
 
 
 def test_workers_beyond_the_cluster_fail_before_any_trial(tmp_path):

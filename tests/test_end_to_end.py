@@ -1,6 +1,7 @@
 """`python -m tuner run` as a user runs it: a subprocess, a real local Ray instance, real training."""
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -99,16 +100,77 @@ def test_analysis_load_gives_the_same_frames(grid_run):
     assert exp.curves().shape == (2, 4)
 
 
-def test_notebook_executes_on_the_experiment(grid_run, monkeypatch):
-    _, experiment = grid_run
-    monkeypatch.setenv("TUNER_EXPERIMENT", str(experiment))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
-    notebook = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
+def _execute_notebook(name: str, monkeypatch, **env: str) -> list:
+    for key, value in {**env, "PYTHONPATH": str(REPO)}.items():
+        monkeypatch.setenv(key, value)
+    notebook = nbformat.read(REPO / "notebooks" / name, as_version=4)
     NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
-    assert any("image/png" in out.get("data", {}) for out in outputs)  # the learning-curve plot
-    assert any("4 trials" in out.get("text", "") for out in outputs)
+    return outputs
+
+
+def _text(outputs: list) -> str:
+    return "\n".join(out.get("text", "") + out.get("data", {}).get("text/plain", "") for out in outputs)
+
+
+def test_quick_look_notebook_executes_on_the_experiment(grid_run, monkeypatch):
+    _, experiment = grid_run
+    outputs = _execute_notebook("quick_look.ipynb", monkeypatch, TUNER_EXPERIMENT=str(experiment))
+    # learning curves, score per hyperparameter, parallel coordinates, importance, early stopping
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 5
+    assert "4 trials" in _text(outputs)
+
+
+@pytest.fixture(scope="module")
+def asha_run(workdir):
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "asha", "--search", "random",
+                       "--scheduler", "asha", "--num-samples", "4", "--epochs", "3", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir / "results" / "asha"
+
+
+def test_compare_notebook_puts_two_experiments_side_by_side(grid_run, asha_run, monkeypatch):
+    _, grid = grid_run
+    outputs = _execute_notebook("compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}")
+    text = _text(outputs)
+    assert "comparing grid (grid, fifo) vs asha (random, asha)" in text
+    assert "trial-epochs spent" in text
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 1
+
+
+def test_html_report_and_table_formats(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    result = run_tuner("report", str(experiment), "--html", "--format", "json", cwd=experiment)
+    assert result.returncode == 0, result.stderr
+    assert [row["trial_id"] for row in json.loads(result.stdout)] == trials["trial_id"].tolist()
+    page = (experiment / "report.html").read_text()
+    assert all(trial_id in page for trial_id in trials["trial_id"])
+    assert page.count("data:image/png;base64,") >= 5 and "<script src" not in page
+    csv = run_tuner("report", str(experiment), "--format", "csv", "--top", "2", cwd=experiment)
+    assert csv.stdout.splitlines()[0].startswith("rank,trial_id,status") and len(csv.stdout.splitlines()) == 3
+
+
+def test_tensorboard_event_files_are_written(grid_run):
+    _, experiment = grid_run
+    assert len(list(experiment.glob("*/events.out.tfevents.*"))) == 4  # one per trial, for `tensorboard --logdir`
+
+
+def test_report_of_an_experiment_where_every_trial_diverged(workdir):
+    """No trial finished: the run says so, and the HTML report names each trial and why it stopped."""
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "diverged", "--set", "lr=1e12",
+                       "--set", "batch_size=64", "--set", "hidden=16", "--epochs", "3", cwd=workdir)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "no trial completed" in result.stdout
+    experiment = workdir / "results" / "diverged"
+    report = run_tuner("report", str(experiment), "--html", cwd=workdir)
+    assert report.returncode == 0, report.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert (trials["status"] == "diverged").all()
+    page = (experiment / "report.html").read_text()
+    assert "Failed trials" in page and all(trial_id in page for trial_id in trials["trial_id"])
+    assert page.count("non-finite loss in epoch 1") == len(trials)  # why each one stopped
 
 
 def test_existing_experiment_is_never_overwritten(grid_run, workdir):

@@ -1,12 +1,15 @@
 """`python -m tuner run|resume|report`: every user mistake becomes one line on stderr and exit code 2."""
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tuner import space as spaces
+from tuner import submission
+from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
 from tuner.errors import TunerError
 from tuner.overrides import parse_sets
 
@@ -15,6 +18,8 @@ if TYPE_CHECKING:
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_STORAGE = "./tuner_results"
+DEFAULT_TOP = 10
+TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
 INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
@@ -57,32 +62,61 @@ def _experiment_name(text: str) -> str:
     return text
 
 
+def _port(text: str) -> int:
+    port = _positive(text)
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    return port
+
+
+# Options of an experiment, shared by `run` and `submit` (which forwards them to `run` on the cluster).
+EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("--space", {"dest": "space_name", "help": f"a space name from search_spaces/ (default {DEFAULT_SPACE})"}),
+    ("--num-samples", {"type": _positive}),
+    ("--epochs", {"type": _positive}),
+    ("--workers", {"type": _positive, "help": "DDP workers per trial"}),
+    ("--cpus-per-worker", {"type": _non_negative_number}),
+    ("--gpus-per-worker", {"type": _non_negative_number}),
+    ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
+    ("--name", {"type": _experiment_name, "help": "experiment name (default: <space>-<timestamp>)"}),
+    ("--seed", {"type": int, "default": 0}),
+    ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
+    ("--set", {"dest": "sets", "action": "append", "default": [], "metavar": "KEY=VALUE",
+               "help": "pin a hyperparameter to one value; repeatable"}),
+    ("--search", {"help": "grid | random | optuna | hyperopt | bohb (default: the space's, else grid)"}),
+    ("--scheduler", {"help": "fifo | asha | hyperband | median | pbt (default: the space's, else fifo)"}),
+    ("--time-budget", {"help": "stop starting and running trials after this long: 90s, 30m, 2h"}),
+    ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
+    ("--max-failures", {"type": _count, "default": 2,
+                        "help": "retries of a crashed trial, each from its latest checkpoint (default 2)"}),
+]
+
+
+def _add_experiment_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("space_ref", nargs="?", metavar="SPACE", help="a space name or a .py path")
+    for flag, options in EXPERIMENT_OPTIONS:
+        command.add_argument(flag, **options)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tuner", description="Hyperparameter search for PyTorch on Ray Tune.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run_cmd = commands.add_parser("run", help="run an experiment from a space module")
-    run_cmd.add_argument("space_ref", nargs="?", metavar="SPACE", help="a space name or a .py path")
-    run_cmd.add_argument("--space", dest="space_name", help=f"a space name from search_spaces/ (default {DEFAULT_SPACE})")
-    run_cmd.add_argument("--num-samples", type=_positive)
-    run_cmd.add_argument("--epochs", type=_positive)
-    run_cmd.add_argument("--workers", type=_positive, help="DDP workers per trial")
-    run_cmd.add_argument("--cpus-per-worker", type=_non_negative_number)
-    run_cmd.add_argument("--gpus-per-worker", type=_non_negative_number)
-    run_cmd.add_argument("--max-concurrent", type=_positive, help="trials at once (default: as many as fit)")
+    _add_experiment_arguments(run_cmd)
     run_cmd.add_argument("--storage-path", default=DEFAULT_STORAGE, help="local path or pyarrow-fs URI")
-    run_cmd.add_argument("--name", type=_experiment_name, help="experiment name (default: <space>-<timestamp>)")
-    run_cmd.add_argument("--seed", type=int, default=0)
-    run_cmd.add_argument("--data-dir", help="root of local torchvision datasets (or TUNER_DATA_DIR)")
     run_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
-    run_cmd.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                         help="pin a hyperparameter to one value; repeatable")
-    run_cmd.add_argument("--search", help="grid | random | optuna | hyperopt | bohb (default: the space's, else grid)")
-    run_cmd.add_argument("--scheduler", help="fifo | asha | hyperband | median | pbt (default: the space's, else fifo)")
-    run_cmd.add_argument("--time-budget", help="stop starting and running trials after this long: 90s, 30m, 2h")
-    run_cmd.add_argument("--stop", help='end the experiment once a trial reaches it, e.g. "val_acc>=0.98"')
-    run_cmd.add_argument("--max-failures", type=_count, default=2,
-                         help="retries of a crashed trial, each from its latest checkpoint (default 2)")
+    run_cmd.add_argument("--dashboard", action="store_true",
+                         help=f"start the local Ray instance with its dashboard on {LOOPBACK}")
+    run_cmd.add_argument("--dashboard-port", type=_port, default=DEFAULT_DASHBOARD_PORT)
+
+    submit_cmd = commands.add_parser("submit", help="submit an experiment to a Ray cluster as a Ray Job")
+    _add_experiment_arguments(submit_cmd)
+    submit_cmd.add_argument("--address", default=os.environ.get("RAY_API_SERVER_ADDRESS"),
+                            help="the cluster's dashboard, e.g. http://127.0.0.1:8265 (or RAY_API_SERVER_ADDRESS)")
+    submit_cmd.add_argument("--storage-path", default=submission.DEFAULT_STORAGE,
+                            help=f"absolute path or URI on the cluster (default {submission.DEFAULT_STORAGE})")
+    submit_cmd.add_argument("--follow", action="store_true", help="stream the job's logs until it ends")
 
     resume_cmd = commands.add_parser("resume", help="continue an interrupted experiment")
     resume_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
@@ -91,14 +125,21 @@ def _parser() -> argparse.ArgumentParser:
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
     report_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
-    report_cmd.add_argument("--top", type=_positive, default=10)
+    report_cmd.add_argument("--top", type=_positive, help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)")
+    report_cmd.add_argument("--format", choices=TABLE_FORMATS, default="md", help="the table on stdout: md, csv or json")
+    report_cmd.add_argument("--html", action="store_true",
+                            help="also write report.html: the table, plots and importance in one file")
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
+def _space_ref(args: argparse.Namespace) -> str:
     if args.space_ref and args.space_name:
         raise TunerError("give the space either as an argument or with --space, not both")
-    space = spaces.load(args.space_ref or args.space_name or DEFAULT_SPACE).with_overrides(
+    return args.space_ref or args.space_name or DEFAULT_SPACE
+
+
+def _space(args: argparse.Namespace) -> spaces.Space:
+    return spaces.load(_space_ref(args)).with_overrides(
         fixed=parse_sets(args.sets),
         num_samples=args.num_samples,
         epochs=args.epochs,
@@ -110,17 +151,51 @@ def _run(args: argparse.Namespace) -> int:
         time_budget=args.time_budget,
         stop=args.stop,
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    space = _space(args)
+    if args.dashboard and args.address:
+        raise TunerError("--dashboard starts a local instance's dashboard; a cluster given with --address has its own")
     from tuner.experiment import RunOptions, run  # torch and Ray's runtime load once the input is checked
 
+    cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
     options = RunOptions(storage_path=args.storage_path, name=args.name, seed=args.seed, data_dir=args.data_dir,
-                         max_concurrent=args.max_concurrent, address=args.address, max_failures=args.max_failures)
+                         max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures)
     return _summarize(run(space, options))
+
+
+def _forwarded(args: argparse.Namespace) -> list[str]:
+    """The experiment options the user gave, as `tuner run` arguments for the job on the cluster."""
+    argv: list[str] = []
+    for flag, options in EXPERIMENT_OPTIONS:
+        value = getattr(args, options.get("dest", flag.lstrip("-").replace("-", "_")))
+        if flag in ("--space", "--name") or value is None:
+            continue  # the space and the name are passed explicitly
+        for item in value if isinstance(value, list) else [value]:
+            argv += [flag, str(item)]
+    return argv
+
+
+def _submit(args: argparse.Namespace) -> int:
+    if not args.address:
+        raise TunerError("give the cluster's dashboard address: --address http://<head node>:8265 "
+                         "(or set RAY_API_SERVER_ADDRESS)")
+    space = _space(args)  # bad input fails here, before anything reaches the cluster
+    job = submission.Job(
+        address=args.address,
+        space_ref=submission.space_argument(_space_ref(args), space, os.getcwd()),
+        name=args.name or submission.default_name(space.name),
+        storage_path=submission.check_storage_path(args.storage_path),
+        run_arguments=_forwarded(args),
+    )
+    return submission.submit(job, follow=args.follow)
 
 
 def _resume(args: argparse.Namespace) -> int:
     from tuner.experiment import resume
 
-    return _summarize(resume(args.experiment, address=args.address, data_dir=args.data_dir))
+    return _summarize(resume(args.experiment, cluster=Cluster(address=args.address), data_dir=args.data_dir))
 
 
 def _summarize(outcome: "Outcome") -> int:
@@ -134,7 +209,7 @@ def _summarize(outcome: "Outcome") -> int:
     if unfinished.any():
         print(f"interrupted: {int((~unfinished).sum())} of {len(trials)} trials done; "
               f"continue with: python -m tuner resume {path}")
-    scored = trials[trials["status"].isin(report.SCORED)]
+    scored = report.scored(trials, outcome.metric)
     if scored.empty:
         print(f"no trial completed ({len(trials)} recorded); the report lists each trial's status and error")
         return INTERRUPTED if unfinished.any() else 1
@@ -149,16 +224,27 @@ def _report(args: argparse.Namespace) -> int:
     from tuner import report
 
     meta = report.load_meta(args.experiment)
-    trials = report.write(args.experiment)
-    print(f"# {meta['space']}: {len(trials)} trials, ranked by best {meta['metric']} ({meta['mode']})\n")
-    print(report.ranked_table(trials, meta["metric"], meta["params"], top=args.top))
+    trials, history = report.build(args.experiment)
+    report.save(args.experiment, trials, history)
+    if args.html:
+        from tuner import html_report  # matplotlib loads only for the HTML report
+
+        print(f"html report: {html_report.write(args.experiment, trials, history, meta)}", file=sys.stderr)
+    table = report.ranked(trials, meta["metric"], meta["params"], top=args.top or (DEFAULT_TOP if args.format == "md" else None))
+    if args.format == "csv":
+        print(table.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(table.to_json(orient="records", indent=1))
+    else:
+        print(f"# {meta['space']}: {len(trials)} trials, ranked by best {meta['metric']} ({meta['mode']})\n")
+        print(table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"run": _run, "resume": _resume, "report": _report}[args.command](args)
+        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report}[args.command](args)
     except TunerError as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return USAGE_ERROR

@@ -2,9 +2,7 @@
 
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -12,6 +10,7 @@ import ray
 from ray import tune
 
 from tuner import budgets, data, report, schedulers, searchers, storage
+from tuner.cluster import Cluster, connect
 from tuner.data.dataset import Dataset
 from tuner.errors import TunerError
 from tuner.space import Space
@@ -35,7 +34,7 @@ class RunOptions:
     seed: int = 0
     data_dir: str | None = None
     max_concurrent: int | None = None
-    address: str | None = None  # an existing Ray cluster; None starts a local instance
+    cluster: Cluster = field(default_factory=Cluster)  # default: a local instance, no dashboard
     max_failures: int = 2  # retries of a crashed trial, each from its latest checkpoint
     verbose: int = 1  # Ray Tune's output: 0 silent, 1 the live trial table, 2 every result
 
@@ -66,16 +65,6 @@ def _check_resources(space: Space) -> int:
     return int(fits)
 
 
-@contextmanager
-def _ray(address: str | None) -> Iterator[None]:
-    ray.init(address=address, include_dashboard=False, dashboard_host="127.0.0.1",
-             configure_logging=True, logging_level="WARNING")
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
 def _setup(meta: dict[str, Any], dataset: Dataset, experiment_path: str) -> TrialSetup:
     return TrialSetup(
         model=meta["model"],
@@ -98,7 +87,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
     dataset = data.load(space.dataset, options.data_dir)  # a missing data root fails here, before Ray starts
     stopper = budgets.parse_stop(space.stop) if space.stop else None
 
-    with _ray(options.address):
+    with connect(options.cluster):
         fits = _check_resources(space)
         max_concurrent = options.max_concurrent or space.max_concurrent or fits
         search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples, options.seed,
@@ -146,13 +135,13 @@ def run(space: Space, options: RunOptions) -> Outcome:
     return Outcome(experiment_path, report.write(experiment_path), space.metric, meta["params"])
 
 
-def resume(experiment_path: str, address: str | None = None, data_dir: str | None = None) -> Outcome:
+def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None) -> Outcome:
     """Continue an interrupted experiment: unfinished and errored trials go on from their latest
     checkpoints; finished trials are kept as they are and not run again."""
     experiment_path = storage.normalize(experiment_path)
     meta = report.load_meta(experiment_path)
     dataset = data.load(meta["dataset"], data_dir or meta["data_dir"])
-    with _ray(address):
+    with connect(cluster):
         if not tune.Tuner.can_restore(experiment_path):
             raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the first "
                              "trial was recorded); start it again with `tuner run --name <a new name>`")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 from ray.tune import ExperimentAnalysis
+from tqdm.auto import tqdm
 
 from tuner import storage
 from tuner.errors import TunerError
@@ -21,6 +22,13 @@ STATUS = {"TERMINATED": "finished", "ERROR": "error", "PAUSED": "paused"}
 INCOMPLETE, NOT_STARTED = "incomplete", "not started"
 
 SCORED = ("finished", "stopped early", "paused")  # statuses whose scores count towards the best trial
+
+
+def scored(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The trials whose scores count (SCORED) and that have one, still ranked best first."""
+    if trials.empty:
+        return trials
+    return trials[trials["status"].isin(SCORED) & trials[f"best_{metric}"].notna()]
 
 # Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
 # already says "not started" for those trials, so the warning is noise.
@@ -89,9 +97,12 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     meta = load_meta(experiment_path)
     analysis = _analysis(experiment_path)
     frames = analysis.trial_dataframes
-    histories = [_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"])
-                 for trial in analysis.trials]
-    trials = pd.DataFrame([_trial_row(trial, history, meta) for trial, history in zip(analysis.trials, histories)])
+    histories, rows = [], []
+    # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
+    for trial in tqdm(analysis.trials, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
+        histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"]))
+        rows.append(_trial_row(trial, histories[-1], meta))
+    trials = pd.DataFrame(rows)
     if len(trials):
         best_column = f"best_{meta['metric']}"
         trials = trials.sort_values(best_column, ascending=meta["mode"] == "min", na_position="last", kind="stable")
@@ -103,6 +114,8 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def load_meta(experiment_path: str) -> dict[str, Any]:
+    if not storage.exists(experiment_path):
+        raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
     if not storage.exists(f"{experiment_path}/{storage.META_FILE}"):
         raise TunerError(f"{experiment_path} is not a tuner experiment (no {storage.META_FILE}); "
                          "pass the directory that `tuner run` printed")
@@ -118,16 +131,19 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 def write(experiment_path: str) -> pd.DataFrame:
     """Rebuild trials.csv, trials.parquet and history.parquet beside Ray's files; returns trials."""
     trials, history = build(experiment_path)
-    storage.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
-    storage.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
-    storage.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+    save(experiment_path, trials, history)
     return trials
 
 
-def ranked_table(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> str:
-    """The top trials as a Markdown table."""
+def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> None:
+    storage.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
+    storage.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
+    storage.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+
+
+def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> pd.DataFrame:
+    """The columns that rank trials, top trials first."""
     columns = ["rank", "trial_id", "status", *params, f"best_{metric}", "best_epoch", "epochs", "time_s"]
     shown = trials[[c for c in columns if c in trials.columns]]
-    if top is not None:
-        shown = shown.head(top)
-    return shown.to_markdown(index=False, floatfmt=".4g")
+    return shown if top is None else shown.head(top)
+

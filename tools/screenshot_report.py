@@ -1,0 +1,72 @@
+"""Write an experiment's report.html and photograph it with headless Chromium, to look at the page as a
+reader sees it.
+
+    python tools/screenshot_report.py tuner_results/digits_mlp-20261202-120000 --out /tmp/shots
+
+Chromium photographs one window, so the window is made taller than any report and the picture is then
+trimmed of the blank space below the page and cut into screen-sized tiles, which an image viewer shows
+at full resolution: `<out>/<experiment name>-1.png`, `-2.png`, ...
+"""
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image, ImageChops
+
+from tuner import html_report, report
+
+CHROMIUM = "/usr/bin/chromium"
+WIDTH = 1400
+TILE_HEIGHT = 1600
+
+
+def screenshot(page: Path, out: Path, height: int) -> None:
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--window-size={WIDTH},{height}", f"--screenshot={out}", page.resolve().as_uri()],
+                   check=True, capture_output=True, timeout=120)
+
+
+def trimmed(image: Image.Image) -> Image.Image:
+    """The image down to the last row that is not page background."""
+    background = Image.new(image.mode, image.size, image.getpixel((image.width - 1, image.height - 1)))
+    box = ImageChops.difference(image, background).getbbox()
+    return image.crop((0, 0, image.width, min(box[3] + 20, image.height))) if box else image
+
+
+def tiles(image: Image.Image, out_dir: Path, stem: str) -> list[Path]:
+    paths = []
+    for number, top in enumerate(range(0, image.height, TILE_HEIGHT), start=1):
+        path = out_dir / f"{stem}-{number}.png"
+        image.crop((0, top, image.width, min(top + TILE_HEIGHT, image.height))).save(path)
+        paths.append(path)
+    return paths
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", help="an experiment directory that `tuner run` printed")
+    parser.add_argument("--out", default=".", help="folder for the PNG tiles (default: here)")
+    parser.add_argument("--height", type=int, default=12000, help="window height; more than the page's")
+    args = parser.parse_args()
+
+    trials, history = report.build(args.experiment)
+    page = Path(html_report.write(args.experiment, trials, history, report.load_meta(args.experiment)))
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        full = Path(scratch) / "full.png"
+        screenshot(page, full, args.height)
+        with Image.open(full) as image:
+            picture = trimmed(image.convert("RGB"))
+    if picture.height >= args.height:  # the page went on below the window
+        print(f"the page is taller than {args.height}px; rerun with a larger --height", file=sys.stderr)
+    for path in tiles(picture, out_dir, Path(args.experiment.rstrip("/")).name):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Where an experiment runs: a local Ray instance that tuner starts, or an existing Ray cluster.
+
+A local instance listens on loopback and keeps Ray's token authentication; an existing cluster is
+reached by its GCS address (`host:port`), Ray Client (`ray://host:port`) or `auto`. An address that
+cannot be reached fails in seconds, before Ray's own minute-long retries.
+"""
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import ray
+from ray.exceptions import AuthenticationError
+
+from tuner.errors import TunerError
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_DASHBOARD_PORT = 8265
+CONNECT_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    address: str | None = None  # None: RAY_ADDRESS if set (as in a Ray Job), else a new local instance
+    dashboard: bool = False  # only for a local instance; a cluster has its own
+    dashboard_port: int = DEFAULT_DASHBOARD_PORT
+
+    @property
+    def target(self) -> str:
+        # "local" rather than Ray's default, which silently joins any cluster `ray start` left running.
+        return self.address or os.environ.get("RAY_ADDRESS") or "local"
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) to probe, or None for addresses Ray resolves itself (`auto`)."""
+    if address in ("auto", "local"):
+        return None
+    parts = urlsplit(address if "://" in address else f"gcs://{address}")
+    if parts.scheme in ("http", "https"):
+        raise TunerError(f"--address {address} is a dashboard (Jobs API) address: use it with `tuner submit`; "
+                         "`tuner run` needs the cluster's GCS address (host:6379), ray://host:10001 or auto")
+    if parts.scheme not in ("gcs", "ray") or not parts.hostname or parts.port is None:
+        raise TunerError(f"--address {address!r} is not a Ray address; use auto, host:port or ray://host:port")
+    return parts.hostname, parts.port
+
+
+def check_reachable(address: str, shown: str | None = None) -> None:
+    """Fail fast unless something listens at the address; `shown` is how the user wrote it."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise TunerError(f"cannot reach a Ray cluster at {shown or address} ({reason}); check the address, "
+                         "or start one with `ray start --head`") from None
+
+
+def _token_hint() -> str:
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return " (token authentication is on: sign in with the token `ray get-auth-token` prints)"
+    return ""
+
+
+@contextmanager
+def connect(cluster: Cluster) -> Iterator[None]:
+    """Ray, up for the duration of the block, with the dashboard URL printed before the first trial."""
+    if cluster.target != "local":
+        check_reachable(cluster.target)
+    try:
+        context = ray.init(
+            address=cluster.target,
+            include_dashboard=cluster.dashboard,
+            dashboard_host=LOOPBACK,
+            dashboard_port=cluster.dashboard_port,
+            configure_logging=True,
+            logging_level="WARNING",
+        )
+    except AuthenticationError:
+        raise TunerError(f"the Ray cluster at {cluster.target} requires a token; set RAY_AUTH_TOKEN to the "
+                         "cluster's token (`ray get-auth-token` on its head node prints it)") from None
+    except ConnectionError as err:
+        raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {err} (a cluster with token "
+                         "authentication also refuses a wrong RAY_AUTH_TOKEN)") from None
+    try:
+        if context.dashboard_url:
+            print(f"Ray dashboard: http://{context.dashboard_url}{_token_hint()}", flush=True)
+        yield
+    finally:
+        ray.shutdown()
