@@ -5,9 +5,22 @@ import pytest
 from tests.conftest import REPO, run_tuner
 from tuner.cli import main
 
+MNIST_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
 SPACES = REPO / "search_spaces"
 
 MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
+HEADER = 'from ray import tune\nmodel = "mlp"\ndataset = "digits"\nmetric = "val_acc"\nmode = "max"\n'
+# Malformed space modules, one per row of the table below.
+SPACE_FILES = {
+    "missing_fields.py": MISSING_FIELDS,
+    "syntax_error.py": HEADER + 'param_space = {"lr": tune.grid_search([0.1, 0.2)}\n',
+    "wrong_types.py": HEADER + 'epochs = "ten"\nparam_space = {"lr": 0.1}\n',
+    "empty_grid.py": HEADER + 'param_space = {"lr": tune.grid_search([])}\n',
+    "negative_epochs.py": HEADER + 'epochs = -3\nparam_space = {"lr": 0.1}\n',
+    "zero_samples.py": HEADER + 'num_samples = 0\nparam_space = {"lr": 0.1}\n',
+    "list_space.py": HEADER + 'param_space = ["lr"]\n',
+}
 
 
 @pytest.mark.parametrize(
@@ -16,6 +29,13 @@ MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
         (["run", "no_such_space"], "unknown space 'no_such_space'; available:"),
         (["run", "nowhere/space.py"], "space module nowhere/space.py does not exist"),
         (["run", "missing_fields.py"], "is missing metric, mode, param_space"),
+        (["run", "syntax_error.py"], "space module syntax_error.py has a syntax error at line 6: closing parenthesis"),
+        (["run", "wrong_types.py"], "space wrong_types: epochs must be an integer >= 1, not 'ten'"),
+        (["run", "empty_grid.py"], "space empty_grid: param_space['lr'] is an empty grid; give tune.grid_search at"),
+        (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer >= 1, not -3"),
+        (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer >= 1, not 0"),
+        (["run", "list_space.py"], "space list_space: param_space must be a dict, not list"),
+        (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
         (["run", "--set", "lr"], "--set 'lr' is not key=value"),
         (["run", "--set", "learning_rate=0.1"], "--set learning_rate: unknown hyperparameter"),
         (["run", "--set", "batch_size=0"], "batch_size must be an integer >= 1, not 0"),
@@ -54,8 +74,13 @@ MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
 def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, args, message):
     """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
     an exception that escaped `main` would fail the test with its traceback."""
-    (tmp_path / "missing_fields.py").write_text(MISSING_FIELDS)
+    for name, text in SPACE_FILES.items():
+        (tmp_path / name).write_text(text)
     (tmp_path / "not_an_experiment").mkdir()
+    corrupt = tmp_path / "corrupt" / "MNIST" / "raw"
+    corrupt.mkdir(parents=True)
+    for name in MNIST_FILES:
+        (corrupt / name).write_bytes(b"\x08\x03 not an IDX file")
     monkeypatch.chdir(tmp_path)
     for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)

@@ -1,15 +1,12 @@
 """Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
 
-import os
-import signal
-import subprocess
 import textwrap
 import time
 
 import pandas as pd
 import pytest
 
-from tests.conftest import run_tuner, tuner_command
+from tests.conftest import run_tuner
 
 pytestmark = pytest.mark.slow
 
@@ -110,42 +107,3 @@ def test_bohb(tmp_path):
     # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
     assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
 
-
-def _finished(experiment, epochs):
-    return [path for path in experiment.glob("*/result.json") if len(path.read_text().splitlines()) == epochs]
-
-
-def test_resume_after_the_driver_is_killed(tmp_path):
-    """Kill -9 the driver once a trial has finished; `tuner resume` finishes the rest and runs none twice."""
-    path = space(tmp_path, "resumable", epochs=20, num_samples=1, lr="tune.grid_search([1e-3, 3e-3, 1e-2, 3e-2])")
-    experiment = tmp_path / "results" / "resumable"
-    command, env = tuner_command("run", path, "--storage-path", "results", "--name", "resumable",
-                                 "--max-concurrent", "1")
-    driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while not _finished(experiment, 20):
-            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
-            time.sleep(0.5)
-        time.sleep(3)  # let Tune snapshot the experiment state once more
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    before = {p.parent.name: p.read_text() for p in _finished(experiment, 20)}
-
-    result = run_tuner("resume", str(experiment), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    trials = pd.read_csv(experiment / "trials.csv")
-    history = pd.read_parquet(experiment / "history.parquet")
-    assert len(trials) == 4 and trials["trial_id"].is_unique
-    assert (trials["status"] == "finished").all()
-    assert not history.duplicated(["trial_id", "epoch"]).any()
-    assert len(history) == 4 * 20
-    for trial_dir, results in before.items():  # finished trials were kept, not run again
-        assert (experiment / trial_dir / "result.json").read_text() == results
-    # --max-concurrent 1 held: in report order, each trial's epochs form one unbroken run, except the
-    # trial the kill split in two. Two trials at once would interleave their epochs.
-    in_order = history.sort_values("reported_at")["trial_id"]
-    runs = int((in_order != in_order.shift()).sum())
-    assert runs <= 4 + 1

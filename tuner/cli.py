@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tuner import space as spaces
 from tuner import submission
 from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
-from tuner.errors import TunerError
+from tuner.errors import Interrupted, TunerError
 from tuner.overrides import parse_sets
 
 if TYPE_CHECKING:
@@ -225,7 +225,11 @@ def _report(args: argparse.Namespace) -> int:
 
     meta = report.load_meta(args.experiment)
     trials, history = report.build(args.experiment)
-    report.save(args.experiment, trials, history)
+    try:
+        report.save(args.experiment, trials, history)
+    except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
+        print(f"tuner: warning: could not rewrite the report files in {args.experiment} "
+              f"({err.strerror or err}); the table below is read from Ray's files", file=sys.stderr)
     if args.html:
         from tuner import html_report  # matplotlib loads only for the HTML report
 
@@ -248,3 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return USAGE_ERROR
+    except Interrupted as interrupted:
+        print(f"\ntuner: interrupted; the experiment is saved: continue with: python -m tuner resume "
+              f"{interrupted.experiment_path}", file=sys.stderr)
+        return INTERRUPTED
+    except KeyboardInterrupt:  # before an experiment existed, or while printing a summary or report
+        print("\ntuner: interrupted", file=sys.stderr)
+        return INTERRUPTED

@@ -6,6 +6,7 @@ cannot be reached fails in seconds, before Ray's own minute-long retries.
 """
 
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,4 +92,18 @@ def connect(cluster: Cluster) -> Iterator[None]:
             print(f"Ray dashboard: http://{context.dashboard_url}{_token_hint()}", flush=True)
         yield
     finally:
+        _shutdown()
+
+
+def _shutdown() -> None:
+    """ray.shutdown() that a further Ctrl-C cannot cut short: half shut down, Ray's core worker sees its
+    raylet gone and exits the process with code 1, skipping tuner's own exit message and code."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals cannot reach us here anyway
         ray.shutdown()
+        return
+    try:
+        ray.shutdown()
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -2,6 +2,8 @@
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +14,7 @@ from ray import tune
 from tuner import budgets, data, report, schedulers, searchers, storage
 from tuner.cluster import Cluster, connect
 from tuner.data.dataset import Dataset
-from tuner.errors import TunerError
+from tuner.errors import Interrupted, TunerError
 from tuner.space import Space
 from tuner.trainable import trainable
 from tuner.train import TrialSetup
@@ -78,16 +80,45 @@ def _setup(meta: dict[str, Any], dataset: Dataset, experiment_path: str) -> Tria
     )
 
 
+@contextmanager
+def _interruptible(experiment_path: str) -> Iterator[None]:
+    """A first Ctrl-C makes Ray Tune save its state and return; a second one (while Ray saves, the
+    report is written or Ray shuts down) ends here, resumable all the same once the experiment exists."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if storage.exists(f"{experiment_path}/{storage.META_FILE}"):
+            raise Interrupted(experiment_path) from None
+        raise
+
+
+def _fit(tuner: tune.Tuner, experiment_path: str) -> pd.DataFrame:
+    """Run the trials, then write the report."""
+    try:
+        tuner.fit()
+        return report.write(experiment_path)
+    except Exception:
+        # A full or read-only storage makes Ray fail in many places (checkpoints, state files, even
+        # its own error files); what the user must know is that the storage is the cause.
+        problem = storage.write_problem(experiment_path)
+        if problem is None:
+            raise
+        raise TunerError(f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
+                         f"or make it writable, then: python -m tuner resume {experiment_path}") from None
+
+
 def run(space: Space, options: RunOptions) -> Outcome:
     name = options.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     storage_path = storage.normalize(options.storage_path)
     experiment_path = f"{storage_path.rstrip('/')}/{name}"
     if storage.exists(experiment_path):
         raise TunerError(f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)")
+    if problem := storage.write_problem(storage_path):
+        raise TunerError(f"cannot write to --storage-path {storage_path}: {problem}; pick another --storage-path")
     dataset = data.load(space.dataset, options.data_dir)  # a missing data root fails here, before Ray starts
     stopper = budgets.parse_stop(space.stop) if space.stop else None
 
-    with connect(options.cluster):
+    with _interruptible(experiment_path), connect(options.cluster):
         fits = _check_resources(space)
         max_concurrent = options.max_concurrent or space.max_concurrent or fits
         search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples, options.seed,
@@ -131,8 +162,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 ),
             ),
         )
-        tuner.fit()
-    return Outcome(experiment_path, report.write(experiment_path), space.metric, meta["params"])
+        return Outcome(experiment_path, _fit(tuner, experiment_path), space.metric, meta["params"])
 
 
 def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None) -> Outcome:
@@ -141,7 +171,7 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
     experiment_path = storage.normalize(experiment_path)
     meta = report.load_meta(experiment_path)
     dataset = data.load(meta["dataset"], data_dir or meta["data_dir"])
-    with connect(cluster):
+    with _interruptible(experiment_path), connect(cluster):
         if not tune.Tuner.can_restore(experiment_path):
             raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the first "
                              "trial was recorded); start it again with `tuner run --name <a new name>`")
@@ -151,5 +181,4 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
             resume_unfinished=True,
             resume_errored=True,
         )
-        tuner.fit()
-    return Outcome(experiment_path, report.write(experiment_path), meta["metric"], meta["params"])
+        return Outcome(experiment_path, _fit(tuner, experiment_path), meta["metric"], meta["params"])

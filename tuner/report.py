@@ -62,7 +62,23 @@ def _history(frame: pd.DataFrame, trial_id: str, params: list[str]) -> pd.DataFr
     history = frame.reindex(columns=[*METRIC_COLUMNS, *configs]).rename(columns=configs)
     history.insert(0, "trial_id", trial_id)
     # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
-    return history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
+    history = history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
+    return history[~_superseded(history, trial_id)].reset_index(drop=True)
+
+
+def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
+    """Rows of epochs that a later restore from the trial's own checkpoint ran again.
+
+    A driver killed between Ray writing an epoch's result and saving its experiment state resumes
+    the trial from the checkpoint before that epoch, so the epoch runs twice; the rerun is the one
+    the trial's weights descend from. (Under PBT a restore from another trial is a new branch, kept.)
+    """
+    dropped = pd.Series(False, index=history.index)
+    restores = history.index[(history["restored_from"] == trial_id).fillna(False)]
+    for position in restores:
+        earlier = history.index < position
+        dropped |= earlier & (history["epoch"] > history.loc[position, "restored_epoch"]).fillna(False).to_numpy()
+    return dropped
 
 
 def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> str:

@@ -65,7 +65,7 @@ def load(ref: str) -> Space:
     """Load a space by name (`digits_mlp`) or by path (`search_spaces/digits_mlp.py`)."""
     looks_like_path = ref.endswith(".py") or "/" in ref or "\\" in ref
     path = Path(ref) if looks_like_path else SPACES_DIR / f"{ref}.py"
-    if not path.is_file():
+    if not path.is_file() or (not looks_like_path and ref.startswith("_")):  # `_`: search_spaces' own files
         if looks_like_path:
             raise TunerError(f"space module {ref} does not exist; pass the path of a .py file")
         raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path)")
@@ -104,6 +104,13 @@ def _fail(space: Space, problem: str) -> None:
 
 
 def validate(space: Space) -> None:
+    # Names are looked up in registries: anything but a string (a list, say) is refused first.
+    for key in ("model", "dataset", "metric", "mode", "search", "scheduler"):
+        if not isinstance(getattr(space, key), str):
+            _fail(space, f"{key} must be a string, not {getattr(space, key)!r}")
+    for key, example in (("time_budget", "'30m'"), ("stop", "'val_acc>=0.98'")):
+        if getattr(space, key) is not None and not isinstance(getattr(space, key), str):
+            _fail(space, f"{key} must be a string such as {example}, not {getattr(space, key)!r}")
     if space.model not in MODELS:
         _fail(space, f"model {space.model!r} is unknown; choose one of {', '.join(MODELS)}")
     if space.dataset not in DATASETS:

@@ -1,6 +1,8 @@
 """Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://..."""
 
 import json
+import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -47,3 +49,26 @@ def write_meta(experiment_path: str, meta: dict[str, Any]) -> None:
 
 def read_meta(experiment_path: str) -> dict[str, Any]:
     return json.loads(read_bytes(f"{experiment_path}/{META_FILE}"))
+
+
+LOW_SPACE_BYTES = 1024**2  # less than this left and the next checkpoint will not fit
+
+
+def write_problem(path_or_uri: str) -> str | None:
+    """Why nothing can be written under a local directory (full, read-only, not a directory), or None.
+    Remote URIs are not probed: their errors name themselves."""
+    if "://" in path_or_uri and not path_or_uri.startswith("file://"):
+        return None
+    path = Path(filesystem(path_or_uri)[1])
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:
+        return "no space left on the device"
+    probe = existing / f".tuner-write-probe-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(b"probe")
+        probe.unlink()
+    except OSError as err:
+        return (err.strerror or str(err)).lower()
+    return None if os.access(existing, os.W_OK) else "permission denied"

@@ -1,0 +1,296 @@
+"""Faults injected for real into real runs: killed trial workers, a killed DDP rank, a driver killed on a
+seeded schedule, Ctrl-C, a diverging trial, a full or read-only disk, a report killed mid-write.
+
+Every wait is bounded, so a hang fails the test instead of stalling the suite.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from tests.conftest import run_tuner, tuner_command
+
+pytestmark = pytest.mark.slow
+
+SPACE = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = {epochs}
+param_space = {{"lr": {lr}, "hidden": 16, "batch_size": 64}}
+"""
+
+
+def write_space(workdir: Path, name: str, epochs: int, lr: str) -> str:
+    (workdir / f"{name}.py").write_text(textwrap.dedent(SPACE.format(epochs=epochs, lr=lr)))
+    return f"{name}.py"
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 180,
+               driver: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert driver is None or driver.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.2)
+
+
+def rows(experiment: Path) -> dict[str, list[dict]]:
+    """What Ray has recorded so far: trial dir name -> its result.json rows."""
+    recorded = {}
+    for path in experiment.glob("*/result.json"):
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        recorded[path.parent.name] = [json.loads(line) for line in lines]
+    return recorded
+
+
+def start(workdir: Path, *args: str) -> subprocess.Popen:
+    command, env = tuner_command(*args)
+    return subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def kill_group(driver: subprocess.Popen) -> None:
+    """SIGKILL the driver and every Ray process it started, as a machine crash would."""
+    try:
+        os.killpg(driver.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    driver.communicate(timeout=60)
+
+
+def finish(driver: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    try:
+        out, err = driver.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(driver)
+        raise AssertionError(f"the run did not end within {timeout} s") from None
+    return driver.returncode, out, err
+
+
+def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_path):
+    """SIGKILL one trial's worker process mid-run: Tune retries that trial from its last checkpoint.
+    Its neighbour's loss goes to inf: it is marked diverged, never ranked best, and nothing crashes."""
+    path = write_space(tmp_path, "faulty", epochs=40, lr="tune.grid_search([0.01, 1e12])")
+    experiment = tmp_path / "results" / "faulty"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "faulty")
+    try:
+        def healthy() -> list[dict]:
+            return next((r for r in rows(experiment).values() if r and not r[0]["diverged"]), [])
+
+        wait_until(lambda: len(healthy()) >= 5, "5 epochs of the healthy trial", driver=driver)
+        victim = healthy()[-1]["pid"]  # Ray records the trial process's pid with every result
+        os.kill(victim, signal.SIGKILL)
+        code, out, err = finish(driver)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 0, err[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv").set_index("lr")
+    assert trials.loc[0.01, "status"] == "finished" and trials.loc[0.01, "epochs"] == 40
+    assert trials.loc[1e12, "status"] == "diverged" and trials.loc[1e12, "epochs"] == 1
+    assert trials.iloc[0]["status"] == "finished"  # ranked first: the diverged trial has no score
+    assert f"best trial: {trials.loc[0.01, 'trial_id']}" in out
+    history = pd.read_parquet(experiment / "history.parquet")
+    retried = history[history["trial_id"] == trials.loc[0.01, "trial_id"]]
+    assert sorted(retried["epoch"]) == list(range(1, 41))  # every epoch once: resumed, not restarted
+    restored = retried[retried["restored_from"].notna()]
+    assert len(restored) == 1 and restored.iloc[0]["restored_from"] == trials.loc[0.01, "trial_id"]
+    pids = {row["pid"] for row in next(r for r in rows(experiment).values() if not r[0]["diverged"])}
+    assert victim in pids and len(pids) == 2  # a new process took over
+
+
+def _train_workers(driver: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        family = psutil.Process(driver.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    workers = []
+    for process in family:
+        try:
+            if "RayTrainWorker" in " ".join(process.cmdline()):
+                workers.append(process)
+        except psutil.Error:
+            continue
+    return workers
+
+
+def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
+    path = write_space(tmp_path, "ddp", epochs=12, lr="0.01")
+    experiment = tmp_path / "results" / "ddp"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "ddp", "--workers", "2")
+    try:
+        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 2 and len(_train_workers(driver)) == 2,
+                   "2 DDP epochs", timeout=240, driver=driver)
+        victim = random.Random(5).choice(_train_workers(driver))
+        victim.kill()
+        code, _, err = finish(driver, timeout=400)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 0, err[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 1 and trials.loc[0, "status"] == "finished" and trials.loc[0, "epochs"] == 12
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert (history["world_size"] == 2).all()
+    assert history["restored_from"].notna().sum() == 1  # the retry resumed from a checkpoint
+    assert set(history["epoch"]) == set(range(1, 13))
+
+
+def _finished_trials(experiment: Path, epochs: int) -> dict[str, str]:
+    return {p.parent.name: p.read_text() for p in experiment.glob("*/result.json")
+            if len(p.read_text().splitlines()) == epochs}
+
+
+def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
+    """Ctrl-C once (state saved, resume command printed), then SIGKILL the driver at seeded random
+    points across several resumes: the final table has exactly the expected trials, no epoch twice,
+    and every trial that had finished before a kill is untouched."""
+    epochs, grid = 12, [1e-3, 3e-3, 1e-2, 3e-2]
+    path = write_space(tmp_path, "resumable", epochs=epochs, lr=f"tune.grid_search({grid})")
+    experiment = tmp_path / "results" / "resumable"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1")
+    try:
+        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 3, "3 epochs", driver=driver)
+        driver.send_signal(signal.SIGINT)
+        code, out, _ = finish(driver, timeout=120)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 130 and f"continue with: python -m tuner resume {experiment}" in out
+
+    schedule = random.Random(2026)
+    kept: dict[str, str] = {}
+    for kill in range(3):
+        kept.update(_finished_trials(experiment, epochs))
+        recorded = sum(map(len, rows(experiment).values()))
+        driver = start(tmp_path, "resume", str(experiment))
+        try:
+            # Kill once the resume has made progress, then after a seeded extra delay.
+            wait_until(lambda: sum(map(len, rows(experiment).values())) > recorded, f"progress after kill {kill}",
+                       driver=driver)
+            time.sleep(schedule.uniform(0.0, 4.0))
+        finally:
+            kill_group(driver)
+        for trial_dir, results in kept.items():  # a finished trial is never touched again
+            assert (experiment / trial_dir / "result.json").read_text() == results
+
+    result = run_tuner("resume", str(experiment), cwd=tmp_path, timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert sorted(trials["lr"]) == grid and trials["trial_id"].is_unique
+    assert (trials["status"] == "finished").all() and (trials["epochs"] == epochs).all()
+    assert not history.duplicated(["trial_id", "epoch"]).any() and len(history) == len(grid) * epochs
+    for trial_dir, results in kept.items():
+        assert (experiment / trial_dir / "result.json").read_text() == results
+    # --max-concurrent 1 held across every resume: each trial's epochs form at most a few unbroken
+    # runs (one more per interruption), where two trials at once would interleave epoch by epoch.
+    in_order = history.sort_values("reported_at")["trial_id"]
+    assert int((in_order != in_order.shift()).sum()) <= len(grid) + 4
+
+
+def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
+    path = write_space(tmp_path, "impatient", epochs=300, lr="tune.grid_search([0.001, 0.01])")
+    experiment = tmp_path / "results" / "impatient"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "impatient")
+    try:
+        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 2, "2 epochs", driver=driver)
+        driver.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        driver.send_signal(signal.SIGINT)
+        code, out, err = finish(driver, timeout=60)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 130, out[-1000:] + err[-3000:]
+    assert f"python -m tuner resume {experiment}" in out + err
+    assert "Traceback" not in err
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert set(pd.read_csv(experiment / "trials.csv")["status"]) <= {"incomplete", "not started"}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs: real ENOSPC and EROFS from the kernel. Needs mount(2), i.e. root."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_path, small_disk):
+    path = write_space(tmp_path, "filling", epochs=300, lr="tune.grid_search([0.001, 0.01])")
+    experiment = small_disk / "filling"
+    driver = start(tmp_path, "run", path, "--storage-path", str(small_disk), "--name", "filling",
+                   "--max-failures", "1")
+    try:
+        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 6, "6 epochs", driver=driver)
+        with open(small_disk / "filler", "wb") as filler:  # another process takes the rest of the disk
+            try:
+                while True:
+                    filler.write(b"\0" * 65536)
+            except OSError:
+                pass
+        before = rows(experiment)
+        code, _, err = finish(driver, timeout=300)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (
+        f"tuner: error: cannot write to {experiment}: no space left on the device; what was written is kept: "
+        f"free space or make it writable, then: python -m tuner resume {experiment}")
+    after = rows(experiment)
+    for trial_dir, recorded in before.items():  # nothing recorded before the disk filled was lost
+        assert after[trial_dir][: len(recorded)] == recorded
+
+    report = run_tuner("report", str(experiment), cwd=tmp_path)  # the disk is still full
+    assert report.returncode == 0, report.stderr
+    assert "could not rewrite the report files" in report.stderr
+    table = [line for line in report.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 2
+
+
+def test_read_only_storage_fails_before_any_trial(tmp_path, small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    path = write_space(tmp_path, "readonly", epochs=2, lr="0.01")
+    result = run_tuner("run", path, "--storage-path", str(small_disk / "results"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"tuner: error: cannot write to --storage-path {small_disk / 'results'}: read-only file system; "
+        "pick another --storage-path"]
+
+
+def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
+    path = write_space(tmp_path, "reported", epochs=2, lr="tune.grid_search([0.001, 0.01, 0.1])")
+    result = run_tuner("run", path, "--storage-path", "results", "--name", "reported", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = tmp_path / "results" / "reported"
+    expected = pd.read_parquet(experiment / "trials.parquet")
+    delays = random.Random(7)
+    for _ in range(6):
+        report = start(tmp_path, "report", str(experiment), "--html")
+        time.sleep(delays.uniform(2.0, 6.0))  # imports take ~3 s; the writes come after
+        kill_group(report)
+        for name in ("trials.parquet", "history.parquet"):
+            pd.read_parquet(experiment / name)  # a torn file would not parse
+        pd.testing.assert_frame_equal(pd.read_parquet(experiment / "trials.parquet"), expected)
+        assert pd.read_csv(experiment / "trials.csv")["trial_id"].tolist() == expected["trial_id"].tolist()
