@@ -27,7 +27,7 @@ class Recorder:
 
 def runtime(report, restored=None, trial_id="t0") -> Runtime:
     return Runtime(trial_id=trial_id, rank=0, world_size=1, device=torch.device("cpu"), report=report, restored=restored,
-                   wrap_model=lambda m: m, wrap_loader=lambda l: l, all_reduce=lambda t: t)
+                   wrap_model=lambda m: m, all_reduce=lambda t: t)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,10 @@ import ray
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.utils.data import DistributedSampler
 
 from tuner import hyperparameters
+from tuner.batches import SlicedBatches
 from tuner.data.dataset import Dataset
 from tuner.models.build import build as build_model
 
@@ -50,7 +51,6 @@ class Runtime:
     report: Callable[[dict[str, Any], str | None], None]  # metrics, checkpoint directory (rank 0 only)
     restored: Any  # the checkpoint to resume from (tune.Checkpoint / ray.train.Checkpoint), or None
     wrap_model: Callable[[nn.Module], nn.Module]
-    wrap_loader: Callable[[DataLoader], DataLoader]
     all_reduce: Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -115,15 +115,17 @@ def train(config: dict[str, Any], setup: TrialSetup, rt: Runtime) -> None:
 
     # The global batch is batch_size whatever the world size, so a config means the same optimisation.
     per_worker_batch = max(1, hp["batch_size"] // rt.world_size)
-    train_set = TensorDataset(data.x_train, data.y_train)
-    sampler = DistributedSampler(train_set, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=hp["seed"])
-    loader = rt.wrap_loader(DataLoader(train_set, batch_size=per_worker_batch, sampler=sampler))
+    sampler = DistributedSampler(range(len(data.y_train)), num_replicas=rt.world_size, rank=rt.rank, shuffle=True,
+                                 seed=hp["seed"])
+    # The batches DataLoader(TensorDataset) would give, in the same order, cut from the in-memory tensors
+    # in one gather each instead of collated sample by sample; the loop moves every batch to the device.
+    batches = SlicedBatches(data.x_train, data.y_train, sampler, per_worker_batch)
 
     for epoch in range(start_epoch, setup.epochs + 1):
         sampler.set_epoch(epoch)  # a resumed trial sees the same order as an uninterrupted one
         started = time.perf_counter()
         totals = torch.zeros(2, dtype=torch.float64, device=rt.device)  # loss sum, samples
-        for x, y in loader:
+        for x, y in batches:
             x, y = x.to(rt.device, non_blocking=True), y.to(rt.device, non_blocking=True)
             with autocast(rt.device):
                 loss = F.cross_entropy(model(x).float(), y)

@@ -31,7 +31,6 @@ def in_process_runtime(setup: TrialSetup) -> Runtime:
         report=report,
         restored=tune.get_checkpoint(),
         wrap_model=lambda model: model,
-        wrap_loader=lambda loader: loader,
         all_reduce=lambda tensor: tensor,
     )
 
@@ -55,8 +54,6 @@ def ray_train_runtime(trial_id: str) -> Runtime:
         report=report,
         restored=ray.train.get_checkpoint(),
         wrap_model=ray.train.torch.prepare_model,
-        # The loop brings its own seeded DistributedSampler; Ray moves batches to the device.
-        wrap_loader=lambda loader: ray.train.torch.prepare_data_loader(loader, add_dist_sampler=False),
         all_reduce=all_reduce,
     )
 
