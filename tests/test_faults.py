@@ -149,9 +149,17 @@ def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
     assert set(history["epoch"]) == set(range(1, 13))
 
 
-def _finished_trials(experiment: Path, epochs: int) -> dict[str, str]:
-    return {p.parent.name: p.read_text() for p in experiment.glob("*/result.json")
-            if len(p.read_text().splitlines()) == epochs}
+def _finished_trials(experiment: Path) -> dict[str, str]:
+    """result.json of the trials Tune's saved state calls TERMINATED. A trial with all its rows is not
+    finished yet if the driver died before saving that: the resume reruns its last epoch."""
+    finished = {}
+    for state in experiment.glob("experiment_state-*.json"):
+        for entry in json.loads(state.read_text())["trial_data"]:
+            trial = json.loads(entry[0])
+            if trial["status"] == "TERMINATED":
+                path = experiment / trial["relative_logdir"] / "result.json"
+                finished[path.parent.name] = path.read_text()
+    return finished
 
 
 def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
@@ -174,7 +182,7 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     schedule = random.Random(2026)
     kept: dict[str, str] = {}
     for kill in range(3):
-        kept.update(_finished_trials(experiment, epochs))
+        kept.update(_finished_trials(experiment))
         recorded = sum(map(len, rows(experiment).values()))
         driver = start(tmp_path, "resume", str(experiment))
         try:
