@@ -8,6 +8,20 @@ import pytest
 import ray
 
 REPO = Path(__file__).resolve().parent.parent
+# 4 trials x 2 epochs of an MLP on digits: the smallest real grid experiment.
+TINY_GRID = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = 2
+param_space = {
+    "lr": tune.grid_search([0.001, 0.01]),
+    "batch_size": tune.grid_search([32, 64]),
+    "hidden": tune.choice([16, 32]),
+}
+"""
 
 
 @pytest.fixture(scope="session")

@@ -13,24 +13,10 @@ import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import REPO, run_tuner, tuner_command
+from tests.conftest import REPO, TINY_GRID, run_tuner, tuner_command
 from tuner import analysis
 
 pytestmark = pytest.mark.slow
-
-TINY_GRID = """
-from ray import tune
-model = "mlp"
-dataset = "digits"
-metric = "val_acc"
-mode = "max"
-epochs = 2
-param_space = {
-    "lr": tune.grid_search([0.001, 0.01]),
-    "batch_size": tune.grid_search([32, 64]),
-    "hidden": tune.choice([16, 32]),
-}
-"""
 
 
 @pytest.fixture(scope="module")

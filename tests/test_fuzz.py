@@ -16,7 +16,7 @@ ANYTHING = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.te
                      st.complex_numbers(), st.lists(st.integers(), max_size=3), st.binary(max_size=4))
 
 
-def _value(field: str, valid: list) -> st.SearchStrategy:
+def _value(valid: list) -> st.SearchStrategy:
     return st.one_of(st.sampled_from(valid), ANYTHING)
 
 
@@ -34,23 +34,23 @@ PARAM_SPACES = st.one_of(
 )
 MODULES = st.fixed_dictionaries(
     {
-        "model": _value("model", ["mlp", "cnn", "resnet18"]),
-        "dataset": _value("dataset", ["digits", "mnist"]),
-        "metric": _value("metric", ["val_acc", "val_loss"]),
-        "mode": _value("mode", ["max", "min"]),
+        "model": _value(["mlp", "cnn", "resnet18"]),
+        "dataset": _value(["digits", "mnist"]),
+        "metric": _value(["val_acc", "val_loss"]),
+        "mode": _value(["max", "min"]),
         "param_space": PARAM_SPACES,
     },
     optional={
-        "epochs": _value("epochs", [1, 5]),
-        "num_samples": _value("num_samples", [1, 3]),
-        "workers": _value("workers", [1, 2]),
-        "cpus_per_worker": _value("cpus_per_worker", [0.5, 1]),
-        "gpus_per_worker": _value("gpus_per_worker", [0, 1]),
-        "max_concurrent": _value("max_concurrent", [None, 2]),
-        "search": _value("search", ["grid", "random", "optuna", "hyperopt", "bohb"]),
-        "scheduler": _value("scheduler", ["fifo", "asha", "hyperband", "median", "pbt"]),
-        "time_budget": _value("time_budget", [None, "30s", "1h30m"]),
-        "stop": _value("stop", [None, "val_acc>=0.9"]),
+        "epochs": _value([1, 5]),
+        "num_samples": _value([1, 3]),
+        "workers": _value([1, 2]),
+        "cpus_per_worker": _value([0.5, 1]),
+        "gpus_per_worker": _value([0, 1]),
+        "max_concurrent": _value([None, 2]),
+        "search": _value(["grid", "random", "optuna", "hyperopt", "bohb"]),
+        "scheduler": _value(["fifo", "asha", "hyperband", "median", "pbt"]),
+        "time_budget": _value([None, "30s", "1h30m"]),
+        "stop": _value([None, "val_acc>=0.9"]),
     },
 )
 

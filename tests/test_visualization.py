@@ -14,24 +14,12 @@ import pytest
 import ray
 from matplotlib.figure import Figure
 
+from tests.conftest import TINY_GRID
 from tuner import analysis, html_report, space, visualization
 from tuner.errors import TunerError
 from tuner.experiment import RunOptions, run
 from tuner.importance import importance
 
-TINY_GRID = """
-from ray import tune
-model = "mlp"
-dataset = "digits"
-metric = "val_acc"
-mode = "max"
-epochs = 2
-param_space = {
-    "lr": tune.grid_search([0.001, 0.01]),
-    "batch_size": tune.grid_search([32, 64]),
-    "hidden": tune.choice([16, 32]),
-}
-"""
 IMAGE = "data:image/png;base64,"
 
 

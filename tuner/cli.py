@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tuner import space as spaces
 from tuner import submission
 from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
-from tuner.errors import Interrupted, TunerError
+from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.overrides import parse_sets
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ DEFAULT_STORAGE = "./tuner_results"
 DEFAULT_TOP = 10
 TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
-INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C
 
 
 class _Parser(argparse.ArgumentParser):

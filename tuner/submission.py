@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tuner.errors import TunerError
+from tuner.errors import INTERRUPTED, TunerError
 from tuner.space import Space
 
 # The job's working directory is a temporary copy, so results go to a path of the cluster's own.
@@ -22,7 +22,6 @@ SUCCEEDED = "SUCCEEDED"
 # Ray logs each step of packaging and uploading the working dir; the job id and links below say enough.
 QUIET_LOGGERS = ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
 FAILED = 1
-INTERRUPTED = 130
 
 
 @dataclass(frozen=True)
