@@ -17,6 +17,7 @@ from tuner.data.dataset import Dataset
 from tuner.errors import Interrupted, TunerError
 from tuner.space import Space
 from tuner.trainable import trainable
+from tuner.trial_logs import KeepResultRows
 from tuner.train import TrialSetup
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 storage_path=storage_path,
                 stop=stopper,
                 verbose=options.verbose,
+                callbacks=[KeepResultRows()],
                 failure_config=tune.FailureConfig(max_failures=options.max_failures),
                 checkpoint_config=tune.CheckpointConfig(
                     num_to_keep=schedulers.checkpoints_to_keep(space.scheduler),
