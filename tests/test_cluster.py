@@ -81,7 +81,7 @@ def ray_head():
     try:
         _wait_for(f"http://127.0.0.1:{dashboard_port}/")
         yield {"gcs": f"127.0.0.1:{gcs_port}", "dashboard": f"http://127.0.0.1:{dashboard_port}",
-               "client": f"ray://127.0.0.1:{client_port}", "token": token, "env": env}
+               "client": f"ray://127.0.0.1:{client_port}", "token": token, "env": env, "temp_dir": temp_dir}
     finally:
         # `ray stop` would stop every Ray instance on the machine; only this head's processes go.
         os.killpg(head.pid, signal.SIGTERM)
@@ -112,10 +112,16 @@ def test_run_on_an_existing_cluster(ray_head, workdir):
     assert any(job["type"] == "DRIVER" and "tuner run tiny.py" in (job["entrypoint"] or "") for job in jobs)
 
 
+def _client_server_logs(head) -> str:
+    """The head's Ray Client server logs: why a client's own server process failed to start."""
+    logs = sorted(Path(head["temp_dir"]).glob("session_*/logs/ray_client_server*.err"))
+    return "".join(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-3000:] for log in logs)
+
+
 def test_run_through_ray_client(ray_head, workdir):
     result = run_tuner("run", "tiny.py", "--address", ray_head["client"], "--storage-path", str(workdir / "results"),
                        "--name", "via_client", "--epochs", "1", cwd=workdir, env=_token_env(ray_head))
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[-3000:] + _client_server_logs(ray_head)
     trials = pd.read_csv(workdir / "results" / "via_client" / "trials.csv")
     assert len(trials) == 2 and (trials["status"] == "finished").all() and (trials["epochs"] == 1).all()
 

@@ -8,9 +8,12 @@ cannot be reached fails in seconds, before Ray's own minute-long retries.
 import os
 import signal
 import socket
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import ray
@@ -21,6 +24,10 @@ from tuner.errors import TunerError
 LOOPBACK = "127.0.0.1"
 DEFAULT_DASHBOARD_PORT = 8265
 CONNECT_TIMEOUT_S = 3.0
+# A Ray Client head forks a server process per client; on a busy head that fork can die at once
+# (Ray answers "Starting Ray client server failed", its log empty). A new connection gets a new one.
+CLIENT_SERVER_ATTEMPTS = 3
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 
 
 @dataclass(frozen=True)
@@ -73,14 +80,7 @@ def connect(cluster: Cluster) -> Iterator[None]:
     if cluster.target != "local":
         check_reachable(cluster.target)
     try:
-        context = ray.init(
-            address=cluster.target,
-            include_dashboard=cluster.dashboard,
-            dashboard_host=LOOPBACK,
-            dashboard_port=cluster.dashboard_port,
-            configure_logging=True,
-            logging_level="WARNING",
-        )
+        context = _init(cluster)
     except AuthenticationError:
         raise TunerError(f"the Ray cluster at {cluster.target} requires a token; set RAY_AUTH_TOKEN to the "
                          "cluster's token (`ray get-auth-token` on its head node prints it)") from None
@@ -93,6 +93,26 @@ def connect(cluster: Cluster) -> Iterator[None]:
         yield
     finally:
         _shutdown()
+
+
+def _init(cluster: Cluster) -> Any:
+    for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
+        try:
+            return ray.init(
+                address=cluster.target,
+                include_dashboard=cluster.dashboard,
+                dashboard_host=LOOPBACK,
+                dashboard_port=cluster.dashboard_port,
+                configure_logging=True,
+                logging_level="WARNING",
+            )
+        except ConnectionError as err:
+            if CLIENT_SERVER_FAILED not in str(err) or attempt == CLIENT_SERVER_ATTEMPTS:
+                raise
+            print(f"tuner: the head at {cluster.target} failed to start a Ray Client server for this run; "
+                  f"connecting again ({attempt + 1} of {CLIENT_SERVER_ATTEMPTS})", file=sys.stderr, flush=True)
+            ray.shutdown()
+            time.sleep(attempt)
 
 
 def _shutdown() -> None:
