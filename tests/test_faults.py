@@ -56,6 +56,13 @@ def rows(experiment: Path) -> dict[str, list[dict]]:
     return recorded
 
 
+def epochs_checkpointed(experiment: Path) -> int:
+    """Epochs all trials have checkpointed so far. Each epoch writes checkpoint_<index> straight to
+    storage, where result rows only arrive with Ray's next state snapshot (every 10 s or more)."""
+    return sum(1 + max(int(c.name.split("_")[1]) for c in trial.glob("checkpoint_*"))
+               for trial in experiment.glob("*/") if any(trial.glob("checkpoint_*")))
+
+
 def start(workdir: Path, *args: str) -> subprocess.Popen:
     command, env = tuner_command(*args)
     return subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -83,15 +90,16 @@ def finish(driver: subprocess.Popen, timeout: float = 300) -> tuple[int, str, st
 def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_path):
     """SIGKILL one trial's worker process mid-run: Tune retries that trial from its last checkpoint.
     Its neighbour's loss goes to inf: it is marked diverged, never ranked best, and nothing crashes."""
-    path = write_space(tmp_path, "faulty", epochs=40, lr="tune.grid_search([0.01, 1e12])")
+    epochs = 200
+    path = write_space(tmp_path, "faulty", epochs=epochs, lr="tune.grid_search([0.01, 1e12])")
     experiment = tmp_path / "results" / "faulty"
     driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "faulty")
     try:
-        def healthy() -> list[dict]:
-            return next((r for r in rows(experiment).values() if r and not r[0]["diverged"]), [])
-
-        wait_until(lambda: len(healthy()) >= 5, "5 epochs of the healthy trial", driver=driver)
-        victim = healthy()[-1]["pid"]  # Ray records the trial process's pid with every result
+        # The diverged trial stops after epoch 1 and its process ends; then the healthy one's is the
+        # only trial process left (the result rows checked below say whose it was).
+        wait_until(lambda: epochs_checkpointed(experiment) >= 6 and len(_processes(driver, "ray::ImplicitFunc")) == 1,
+                   "5 epochs of the healthy trial", driver=driver)
+        victim = _processes(driver, "ray::ImplicitFunc")[0].pid
         os.kill(victim, signal.SIGKILL)
         code, out, err = finish(driver)
     finally:
@@ -99,32 +107,33 @@ def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_pa
             kill_group(driver)
     assert code == 0, err[-3000:]
     trials = pd.read_csv(experiment / "trials.csv").set_index("lr")
-    assert trials.loc[0.01, "status"] == "finished" and trials.loc[0.01, "epochs"] == 40
+    assert trials.loc[0.01, "status"] == "finished" and trials.loc[0.01, "epochs"] == epochs
     assert trials.loc[1e12, "status"] == "diverged" and trials.loc[1e12, "epochs"] == 1
     assert trials.iloc[0]["status"] == "finished"  # ranked first: the diverged trial has no score
     assert f"best trial: {trials.loc[0.01, 'trial_id']}" in out
     history = pd.read_parquet(experiment / "history.parquet")
     retried = history[history["trial_id"] == trials.loc[0.01, "trial_id"]]
-    assert sorted(retried["epoch"]) == list(range(1, 41))  # every epoch once: resumed, not restarted
+    assert sorted(retried["epoch"]) == list(range(1, epochs + 1))  # every epoch once: resumed, not restarted
     restored = retried[retried["restored_from"].notna()]
     assert len(restored) == 1 and restored.iloc[0]["restored_from"] == trials.loc[0.01, "trial_id"]
     pids = {row["pid"] for row in next(r for r in rows(experiment).values() if not r[0]["diverged"])}
     assert victim in pids and len(pids) == 2  # a new process took over
 
 
-def _train_workers(driver: subprocess.Popen) -> list[psutil.Process]:
+def _processes(driver: subprocess.Popen, title: str) -> list[psutil.Process]:
+    """The driver's descendants whose command line (Ray's process title) contains `title`."""
     try:
         family = psutil.Process(driver.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    workers = []
+    found = []
     for process in family:
         try:
-            if "RayTrainWorker" in " ".join(process.cmdline()):
-                workers.append(process)
+            if title in " ".join(process.cmdline()):
+                found.append(process)
         except psutil.Error:
             continue
-    return workers
+    return found
 
 
 def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
@@ -132,9 +141,11 @@ def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
     experiment = tmp_path / "results" / "ddp"
     driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "ddp", "--workers", "2")
     try:
-        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 2 and len(_train_workers(driver)) == 2,
-                   "2 DDP epochs", timeout=240, driver=driver)
-        victim = random.Random(5).choice(_train_workers(driver))
+        # Ray Train keeps the run's newest two checkpoints, one per epoch, and its own record of them.
+        wait_until(lambda: len(list(experiment.glob("ddp_runs/*/checkpoint_2*"))) >= 2
+                   and any(experiment.glob("ddp_runs/*/checkpoint_manager_snapshot.json"))
+                   and len(_processes(driver, "RayTrainWorker")) == 2, "2 DDP epochs", timeout=240, driver=driver)
+        victim = random.Random(5).choice(_processes(driver, "RayTrainWorker"))
         victim.kill()
         code, _, err = finish(driver, timeout=400)
     finally:
@@ -166,12 +177,12 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     """Ctrl-C once (state saved, resume command printed), then SIGKILL the driver at seeded random
     points across several resumes: the final table has exactly the expected trials, no epoch twice,
     and every trial that had finished before a kill is untouched."""
-    epochs, grid = 12, [1e-3, 3e-3, 1e-2, 3e-2]
+    epochs, grid = 200, [1e-3, 3e-3, 1e-2, 3e-2]  # enough work that no resume finishes before its kill
     path = write_space(tmp_path, "resumable", epochs=epochs, lr=f"tune.grid_search({grid})")
     experiment = tmp_path / "results" / "resumable"
     driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1")
     try:
-        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 3, "3 epochs", driver=driver)
+        wait_until(lambda: epochs_checkpointed(experiment) >= 3, "3 epochs", driver=driver)
         driver.send_signal(signal.SIGINT)
         code, out, _ = finish(driver, timeout=120)
     finally:
@@ -183,11 +194,11 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     kept: dict[str, str] = {}
     for kill in range(3):
         kept.update(_finished_trials(experiment))
-        recorded = sum(map(len, rows(experiment).values()))
+        recorded = epochs_checkpointed(experiment)
         driver = start(tmp_path, "resume", str(experiment))
         try:
             # Kill once the resume has made progress, then after a seeded extra delay.
-            wait_until(lambda: sum(map(len, rows(experiment).values())) > recorded, f"progress after kill {kill}",
+            wait_until(lambda: epochs_checkpointed(experiment) > recorded, f"progress after kill {kill}",
                        driver=driver)
             time.sleep(schedule.uniform(0.0, 4.0))
         finally:
@@ -215,7 +226,7 @@ def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
     experiment = tmp_path / "results" / "impatient"
     driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "impatient")
     try:
-        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 2, "2 epochs", driver=driver)
+        wait_until(lambda: epochs_checkpointed(experiment) >= 2, "2 epochs", driver=driver)
         driver.send_signal(signal.SIGINT)
         time.sleep(0.3)
         driver.send_signal(signal.SIGINT)
@@ -250,7 +261,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
     driver = start(tmp_path, "run", path, "--storage-path", str(small_disk), "--name", "filling",
                    "--max-failures", "1")
     try:
-        wait_until(lambda: sum(map(len, rows(experiment).values())) >= 6, "6 epochs", driver=driver)
+        wait_until(lambda: epochs_checkpointed(experiment) >= 6, "6 epochs", driver=driver)
         with open(small_disk / "filler", "wb") as filler:  # another process takes the rest of the disk
             try:
                 while True:
@@ -262,7 +273,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
     finally:
         if driver.poll() is None:
             kill_group(driver)
-    assert code == 2
+    assert code == 2, err[-3000:]
     assert err.strip().splitlines()[-1] == (
         f"tuner: error: cannot write to {experiment}: no space left on the device; what was written is kept: "
         f"free space or make it writable, then: python -m tuner resume {experiment}")
@@ -302,3 +313,24 @@ def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
             pd.read_parquet(experiment / name)  # a torn file would not parse
         pd.testing.assert_frame_equal(pd.read_parquet(experiment / "trials.parquet"), expected)
         assert pd.read_csv(experiment / "trials.csv")["trial_id"].tolist() == expected["trial_id"].tolist()
+
+
+def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(tmp_path):
+    """A full disk can cut Ray's in-place rewrite of its state file short; the rows are still there."""
+    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
+    result = run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = tmp_path / "results" / "torn"
+    for state in experiment.glob("experiment_state-*.json"):
+        state.write_bytes(state.read_bytes()[:4096])
+    torn = next(experiment.glob("torn_*/result.json"))
+    torn.write_text(torn.read_text() + '{"epoch": 3, "val_a')  # a row whose write was cut short
+
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "Ray's experiment state in" in report.stderr and "cannot be read" in report.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert sorted(trials["lr"]) == [0.001, 0.01]
+    assert (trials["status"] == "incomplete").all() and (trials["epochs"] == 2).all()
+    assert trials["best_val_acc"].notna().all()
+    assert len(pd.read_parquet(experiment / "history.parquet")) == 4

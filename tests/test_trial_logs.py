@@ -7,11 +7,9 @@ epoch-3 checkpoint; Ray's loggers then restore result.json from storage, droppin
 KeepResultRows uploaded it first. The control run, without the callback, shows the loss is real.
 """
 
-import glob
 import json
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -22,15 +20,14 @@ from tuner.trial_logs import KeepResultRows
 EPOCHS = 5
 
 
-def _rows(pattern: str) -> int:
-    files = glob.glob(pattern)
-    return sum(1 for line in Path(files[0]).read_text().splitlines() if line.strip()) if files else 0
+def _rows(path: Path) -> int:
+    return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 0
 
 
-def _wait_for_rows(pattern: str, count: int) -> None:
+def _wait_for_rows(path: Path, count: int) -> None:
     deadline = time.monotonic() + 60
-    while _rows(pattern) < count:
-        assert time.monotonic() < deadline, f"no {count} rows in {pattern}"
+    while _rows(path) < count:
+        assert time.monotonic() < deadline, f"no {count} rows in {path}"
         time.sleep(0.1)
     time.sleep(1)  # and for the driver to finish what it does after writing them
 
@@ -44,21 +41,21 @@ def _trainable(config):
         with tempfile.TemporaryDirectory() as checkpoint_dir:
             Path(checkpoint_dir, "epoch.json").write_text(json.dumps(epoch))
             tune.report({"epoch": epoch}, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir))
+        # On one node the trial's own directory is the driver's staging copy of it.
+        staged = Path(tune.get_context().get_trial_dir())
         if restored is None and epoch == 2:
             # The sync forced by the second checkpoint has landed: storage holds rows 1-2.
-            _wait_for_rows(f"{tune.get_context().get_trial_dir()}/result.json", 2)
+            _wait_for_rows(Path(config["experiment_dir"], staged.name, "result.json"), 2)
         if restored is None and epoch == 3:
             # The driver has written row 3 to its staging copy and registered the epoch-3 checkpoint.
-            staged = f"/tmp/ray/session_*/artifacts/*/{config['experiment']}/driver_artifacts/*/result.json"
-            _wait_for_rows(staged, 3)
+            _wait_for_rows(staged / "result.json", 3)
             raise RuntimeError("injected failure after epoch 3")
 
 
-def _epochs_recorded(tmp_path: Path, callbacks: list) -> list[int]:
-    name = f"restart-{uuid.uuid4().hex[:8]}"  # unique: the trainable finds its staging files by it
+def _epochs_recorded(tmp_path: Path, name: str, callbacks: list) -> list[int]:
     tuner = tune.Tuner(
         _trainable,
-        param_space={"experiment": name},
+        param_space={"experiment_dir": str(tmp_path / name)},
         run_config=tune.RunConfig(
             name=name, storage_path=str(tmp_path), callbacks=callbacks, verbose=0,
             failure_config=tune.FailureConfig(max_failures=1),
@@ -74,6 +71,6 @@ def _epochs_recorded(tmp_path: Path, callbacks: list) -> list[int]:
 @pytest.mark.slow
 def test_rows_written_after_the_last_sync_survive_a_restart(local_ray, tmp_path, monkeypatch):
     monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "3600")
-    assert _epochs_recorded(tmp_path, [KeepResultRows()]) == list(range(1, EPOCHS + 1))
+    assert _epochs_recorded(tmp_path, "kept", [KeepResultRows()]) == list(range(1, EPOCHS + 1))
     # Without the callback the same run loses the row: the test above can fail.
-    assert _epochs_recorded(tmp_path, []) == [1, 2, 4, 5]
+    assert _epochs_recorded(tmp_path, "control", []) == [1, 2, 4, 5]

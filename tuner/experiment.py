@@ -1,6 +1,7 @@
 """Run one experiment: check everything that can be checked, then hand the space to Ray Tune."""
 
 import math
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ import ray
 from ray import tune
 
 from tuner import budgets, data, report, schedulers, searchers, storage
+from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
 from tuner.data.dataset import Dataset
 from tuner.errors import Interrupted, TunerError
@@ -19,6 +21,9 @@ from tuner.space import Space
 from tuner.trainable import trainable
 from tuner.trial_logs import KeepResultRows
 from tuner.train import TrialSetup
+
+SNAPSHOT_PERIOD_S = "2"
+
 
 @dataclass(frozen=True)
 class TrialNamer:
@@ -93,17 +98,31 @@ def _interruptible(experiment_path: str) -> Iterator[None]:
         raise
 
 
-def _fit(tuner: tune.Tuner, experiment_path: str) -> pd.DataFrame:
+def _fit(tuner: tune.Tuner, experiment_path: str, scheduler: str) -> pd.DataFrame:
     """Run the trials, then write the report."""
+    # How often Ray saves the experiment state and result rows to storage: what a killed driver or a
+    # full disk leaves for `tuner resume` and `tuner report`. Ray's default waits 10 s or more.
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S)
     try:
-        tuner.fit()
+        results = tuner.fit()
+        if results.num_errors:
+            # Ray may also end normally, its trials failed on the storage: the same error, and nothing
+            # deleted or rewritten (retiring checkpoints would free space and hide the cause).
+            _check_storage(experiment_path)
+        if schedulers.retires_checkpoints(scheduler):
+            retire_after_fit(results)
         return report.write(experiment_path)
+    except TunerError:
+        raise
     except Exception:
         # A full or read-only storage makes Ray fail in many places (checkpoints, state files, even
         # its own error files); what the user must know is that the storage is the cause.
-        problem = storage.write_problem(experiment_path)
-        if problem is None:
-            raise
+        _check_storage(experiment_path)
+        raise
+
+
+def _check_storage(experiment_path: str) -> None:
+    if problem := storage.write_problem(experiment_path):
         raise TunerError(f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
                          f"or make it writable, then: python -m tuner resume {experiment_path}") from None
 
@@ -134,6 +153,9 @@ def run(space: Space, options: RunOptions) -> Outcome:
             "seed": options.seed,
         }
         storage.write_meta(experiment_path, meta)
+        callbacks: list[tune.Callback] = [KeepResultRows()]
+        if schedulers.retires_checkpoints(space.scheduler):
+            callbacks.append(RetireCheckpoints())
         tuner = tune.Tuner(
             trainable(_setup(meta, dataset, experiment_path)),
             param_space=param_space,
@@ -147,24 +169,25 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 time_budget_s=budgets.parse_duration(space.time_budget) if space.time_budget else None,
                 trial_name_creator=TrialNamer(space.name),
                 trial_dirname_creator=TrialNamer(space.name),
-                # Ray 2.60 lost result rows of PBT trials on reused actors (seen: 4 of 12 epochs kept).
-                reuse_actors=False,
+                # A trial's process is the next trial's: no process start, and torch's one-off cost of
+                # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
+                reuse_actors=True,
             ),
             run_config=tune.RunConfig(
                 name=name,
                 storage_path=storage_path,
                 stop=stopper,
                 verbose=options.verbose,
-                callbacks=[KeepResultRows()],
+                callbacks=callbacks,
                 failure_config=tune.FailureConfig(max_failures=options.max_failures),
+                # No num_to_keep: Ray would delete a checkpoint the saved state may still point at.
                 checkpoint_config=tune.CheckpointConfig(
-                    num_to_keep=schedulers.checkpoints_to_keep(space.scheduler),
                     checkpoint_score_attribute=space.metric,
                     checkpoint_score_order=space.mode,
                 ),
             ),
         )
-        return Outcome(experiment_path, _fit(tuner, experiment_path), space.metric, meta["params"])
+        return Outcome(experiment_path, _fit(tuner, experiment_path, space.scheduler), space.metric, meta["params"])
 
 
 def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None) -> Outcome:
@@ -183,4 +206,4 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
             resume_unfinished=True,
             resume_errored=True,
         )
-        return Outcome(experiment_path, _fit(tuner, experiment_path), meta["metric"], meta["params"])
+        return Outcome(experiment_path, _fit(tuner, experiment_path, meta["scheduler"]), meta["metric"], meta["params"])

@@ -4,13 +4,14 @@ without the run that made them (from another process, on a finished or interrupt
 import io
 import logging
 import math
+import sys
 from typing import Any
 
 import pandas as pd
 from ray.tune import ExperimentAnalysis
 from tqdm.auto import tqdm
 
-from tuner import storage
+from tuner import storage, trial_files
 from tuner.errors import TunerError
 from tuner.metrics import METRICS
 
@@ -43,6 +44,21 @@ def _analysis(experiment_path: str) -> ExperimentAnalysis:
         return ExperimentAnalysis(path, storage_filesystem=fs)
     except (ValueError, FileNotFoundError):
         raise TunerError(f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded") from None
+
+
+def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+    """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable."""
+    try:
+        analysis = _analysis(experiment_path)
+        return analysis.trials, analysis.trial_dataframes
+    except TunerError:
+        trials, frames = trial_files.read(experiment_path, space)
+        if not trials:
+            raise
+        print(f"tuner: warning: Ray's experiment state in {experiment_path} cannot be read (cut short by a full "
+              "disk?); the trials are read from their own directories, so whether they finished is unknown",
+              file=sys.stderr)
+        return trials, frames
 
 
 def _error_line(trial: Any) -> str:
@@ -111,11 +127,10 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: dict[str, Any]) -> dict[
 def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
-    analysis = _analysis(experiment_path)
-    frames = analysis.trial_dataframes
+    recorded, frames = _recorded_trials(experiment_path, meta["space"])
     histories, rows = [], []
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
-    for trial in tqdm(analysis.trials, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
+    for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
         histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"]))
         rows.append(_trial_row(trial, histories[-1], meta))
     trials = pd.DataFrame(rows)

@@ -58,10 +58,10 @@ def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int
                              "where Tune cannot hand them to another trial")
 
 
-def checkpoints_to_keep(scheduler: str) -> int | None:
+def retires_checkpoints(scheduler: str) -> bool:
     """PBT hands a donor's checkpoint to a trial that may start much later, by which time a bounded
     retention would have deleted it; other schedulers only ever resume a trial from its own latest."""
-    return None if scheduler == "pbt" else 2
+    return scheduler != "pbt"
 
 
 def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int, workers: int) -> TrialScheduler | None:

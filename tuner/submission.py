@@ -7,6 +7,7 @@ The job runs `python -m tuner run` on the cluster, in a copy of the current dire
 import asyncio
 import logging
 import shlex
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ SUCCEEDED = "SUCCEEDED"
 # Ray logs each step of packaging and uploading the working dir; the job id and links below say enough.
 QUIET_LOGGERS = ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
 FAILED = 1
+NO_AGENT = "No available agent to submit job"
+NO_AGENT_WAITS_S = (1, 2, 4, 8, 15)  # 30 s in all
 
 
 @dataclass(frozen=True)
@@ -101,22 +104,34 @@ async def _stream_logs(client, submission_id: str) -> None:
         print(lines, end="", flush=True)
 
 
+def _submit_job(client, job: Job) -> str:
+    """Submit, waiting out a head whose job agent has not registered yet (Ray answers "No available
+    agent to submit job, please try again later" for a while after the head starts)."""
+    waits_s = list(NO_AGENT_WAITS_S)
+    while True:
+        try:
+            return client.submit_job(
+                entrypoint=job.entrypoint,
+                submission_id=job.submission_id,
+                runtime_env={"working_dir": ".", "excludes": EXCLUDES},
+                metadata={"tuner_experiment": job.name},
+            )
+        except RuntimeError as err:
+            # Ray puts the server's whole answer (often a traceback) in the message; one line is enough.
+            text = str(err)
+            if "already exists" in text:
+                raise TunerError(f"a job named {job.submission_id} already exists on the cluster; "
+                                 "pick another --name") from None
+            if NO_AGENT not in text or not waits_s:
+                raise TunerError(f"the cluster refused the job: {text.strip().splitlines()[0]}") from None
+        wait_s = waits_s.pop(0)
+        print(f"tuner: the cluster has no job agent ready yet; trying again in {wait_s} s", file=sys.stderr, flush=True)
+        time.sleep(wait_s)
+
+
 def submit(job: Job, follow: bool) -> int:
     client = _client(job.address)
-    try:
-        submission_id = client.submit_job(
-            entrypoint=job.entrypoint,
-            submission_id=job.submission_id,
-            runtime_env={"working_dir": ".", "excludes": EXCLUDES},
-            metadata={"tuner_experiment": job.name},
-        )
-    except RuntimeError as err:
-        # Ray puts the server's whole answer (often a traceback) in the message; one line is enough.
-        text = str(err)
-        if "already exists" in text:
-            raise TunerError(f"a job named {job.submission_id} already exists on the cluster; "
-                             "pick another --name") from None
-        raise TunerError(f"the cluster refused the job: {text.strip().splitlines()[0]}") from None
+    submission_id = _submit_job(client, job)
     address = job.address.rstrip("/")
     print(f"job:        {submission_id}")
     print(f"dashboard:  {address}/#/jobs/{submission_id}")
