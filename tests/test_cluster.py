@@ -66,7 +66,7 @@ def workdir(tmp_path_factory):
 def ray_head():
     """A head node of its own: own ports, own temp dir (Ray's socket paths must stay short), own token."""
     token = secrets.token_hex(16)
-    gcs_port, dashboard_port, client_port = free_port(), free_port(), free_port()
+    gcs_port, dashboard_port, client_port, agent_port = free_port(), free_port(), free_port(), free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
            # The job's entrypoint runs `python`: this interpreter, with tuner installed.
@@ -75,6 +75,9 @@ def ray_head():
         [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", "--port", str(gcs_port),
          "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard_port),
          "--ray-client-server-port", str(client_port), "--num-cpus", "2", "--disable-usage-stats",
+         # The job agent's HTTP port is fixed (52365) by default: another Ray instance on this machine
+         # (the suite's own local_ray) would hold it and the Jobs API would find no agent.
+         "--dashboard-agent-listen-port", str(agent_port),
          "--temp-dir", temp_dir],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )

@@ -48,11 +48,16 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 180,
 
 
 def rows(experiment: Path) -> dict[str, list[dict]]:
-    """What Ray has recorded so far: trial dir name -> its result.json rows."""
+    """What Ray has recorded so far: trial dir name -> its result.json rows. Ray rewrites the file in
+    place when it syncs; on a full disk the rewrite stops short, leaving a torn last line (not a row)."""
     recorded = {}
     for path in experiment.glob("*/result.json"):
-        lines = [line for line in path.read_text().splitlines() if line.strip()]
-        recorded[path.parent.name] = [json.loads(line) for line in lines]
+        recorded[path.parent.name] = []
+        for line in path.read_text().splitlines():
+            try:
+                recorded[path.parent.name].append(json.loads(line))
+            except ValueError:
+                continue
     return recorded
 
 
