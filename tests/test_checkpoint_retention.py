@@ -1,4 +1,4 @@
-"""Old checkpoints go only after two experiment-state snapshots; once fit has returned, each trial keeps
+"""Old checkpoints go only after SNAPSHOTS experiment-state snapshots; once fit has returned, each trial keeps
 the checkpoint Ray's final state points at."""
 
 import json
@@ -39,7 +39,7 @@ def _run(tmp_path: Path, name: str) -> tuple[tune.ResultGrid, list[str], list[st
 
 
 @pytest.mark.slow
-def test_checkpoints_retire_after_two_snapshots_and_after_fit_only_the_last_stays(local_ray, tmp_path, monkeypatch):
+def test_checkpoints_retire_after_state_snapshots_and_after_fit_only_the_last_stays(local_ray, tmp_path, monkeypatch):
     newest = [f"checkpoint_{i:06d}" for i in range(EPOCHS - KEEP, EPOCHS)]
     monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "0")  # a snapshot at every step of Tune's loop
     _, during, after = _run(tmp_path, "often")
