@@ -38,7 +38,7 @@ def _read(fs: pyarrow.fs.FileSystem, path: str) -> str | None:
     try:
         with fs.open_input_stream(path) as stream:
             return stream.read().decode(errors="replace")
-    except (FileNotFoundError, OSError):
+    except OSError:  # missing, or unreadable
         return None
 
 
