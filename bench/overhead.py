@@ -7,8 +7,8 @@
 max_concurrent = 2; (d) one 2-worker DDP trial. Prints samples/s of each (a, b, d: the loop after its
 first epoch; c: the whole experiment's samples over its whole wall time), the ratios to (a), the
 fixed cost per trial (wall time not spent in steady epochs), the share of the core time spent inside
-training steps, and peak RSS of the driver and of the trials. With --memory-trials, a further experiment of that many 1-epoch trials samples the
-driver's RSS as trials finish, to show it stays flat.
+training steps, and peak RSS of the driver and of the trials. With --memory-trials, a further
+experiment of that many 1-epoch trials samples the driver's RSS as trials finish, to show it stays flat.
 Targets on 2 cores: b/a >= 0.95, fixed cost <= 1 s, >= 80 % of the wall inside training steps.
 """
 

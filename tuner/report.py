@@ -63,12 +63,8 @@ def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[
 
 def _error_line(trial: Any) -> str:
     """The last line of a failed trial's traceback: the exception and its message."""
-    path = f"{trial.storage.trial_fs_path}/error.txt"
-    try:
-        with trial.storage.storage_filesystem.open_input_stream(path) as stream:
-            lines = [line for line in stream.read().decode(errors="replace").splitlines() if line.strip()]
-    except (FileNotFoundError, OSError):
-        return ""
+    text = trial_files.read_text(trial.storage.storage_filesystem, f"{trial.storage.trial_fs_path}/error.txt")
+    lines = [line for line in (text or "").splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
 
 

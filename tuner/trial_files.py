@@ -34,11 +34,12 @@ class TrialFiles:
     storage: TrialStorage
 
 
-def _read(fs: pyarrow.fs.FileSystem, path: str) -> str | None:
+def read_text(fs: pyarrow.fs.FileSystem, path: str) -> str | None:
+    """A file's text, or None if it is missing or unreadable."""
     try:
         with fs.open_input_stream(path) as stream:
             return stream.read().decode(errors="replace")
-    except OSError:  # missing, or unreadable
+    except OSError:
         return None
 
 
@@ -58,14 +59,14 @@ def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, 
     fs, path = storage.filesystem(experiment_path)
     trials, frames = [], {}
     for entry in sorted(fs.get_file_info(pyarrow.fs.FileSelector(path)), key=lambda e: e.path):
-        params = _read(fs, f"{entry.path}/params.json") if entry.type == pyarrow.fs.FileType.Directory else None
+        params = read_text(fs, f"{entry.path}/params.json") if entry.type == pyarrow.fs.FileType.Directory else None
         if params is None:
             continue  # not a trial directory
         try:
             config = json.loads(params)
         except ValueError:
             config = {}
-        rows = _json_lines(_read(fs, f"{entry.path}/result.json") or "")
+        rows = _json_lines(read_text(fs, f"{entry.path}/result.json") or "")
         # Trial directories are named <space>_<trial id> (experiment.TrialNamer).
         trial_id = rows[0].get("trial_id") if rows else entry.base_name.removeprefix(f"{space}_")
         trials.append(TrialFiles(trial_id, UNKNOWN, config, TrialStorage(entry.path, fs)))
