@@ -1,3 +1,4 @@
+import faulthandler
 import os
 import socket
 import subprocess
@@ -22,6 +23,27 @@ param_space = {
     "hidden": tune.choice([16, 32]),
 }
 """
+
+
+_session: pytest.Session | None = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    global _session
+    _session = session
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End the test process once pytest has reported, skipping the interpreter's teardown: in CI it once
+    segfaulted after printing the summary (exit 139), with Ray's and torch's native threads from the
+    in-process tests still there. The exit status is pytest's own; a crash before this still prints
+    where it happened."""
+    faulthandler.enable(file=sys.__stderr__, all_threads=True)
+    if _session is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(_session.exitstatus))
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""Old checkpoints go only after SNAPSHOTS experiment-state snapshots; once fit has returned, each trial keeps
-the checkpoint Ray's final state points at."""
+"""Old checkpoints go only once the experiment state in storage no longer points at them, and do not pile
+up between state snapshots; once fit has returned, each trial keeps the checkpoint Ray's final state points
+at."""
 
 import json
 import tempfile
@@ -19,18 +20,21 @@ def _checkpoints(trial_dir: str | Path) -> list[str]:
 
 
 def _trainable(config):
-    for epoch in range(1, EPOCHS + 1):
+    trial_dir = Path(config["experiment_dir"], Path(tune.get_context().get_trial_dir()).name)
+    most = 0
+    for epoch in range(1, config["epochs"] + 1):
         with tempfile.TemporaryDirectory() as checkpoint_dir:
             Path(checkpoint_dir, "epoch.json").write_text(json.dumps(epoch))
             tune.report({"epoch": epoch}, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir))
-        time.sleep(0.5)  # the driver registers the checkpoint (and retires older ones) meanwhile
+        time.sleep(config["sleep"])  # the driver registers the checkpoint (and retires older ones) meanwhile
+        most = max(most, len(_checkpoints(trial_dir)))
     # What is on storage while the trial still runs, for the test to read.
-    trial_dir = Path(config["experiment_dir"], Path(tune.get_context().get_trial_dir()).name)
-    (trial_dir / "seen.json").write_text(json.dumps(_checkpoints(trial_dir)))
+    (trial_dir / "seen.json").write_text(json.dumps({"last": _checkpoints(trial_dir), "most": most}))
 
 
-def _run(tmp_path: Path, name: str) -> tuple[tune.ResultGrid, list[str], list[str]]:
-    tuner = tune.Tuner(_trainable, param_space={"experiment_dir": str(tmp_path / name)}, run_config=tune.RunConfig(
+def _run(tmp_path: Path, name: str, epochs: int = EPOCHS, sleep: float = 0.5) -> tuple[tune.ResultGrid, dict, list[str]]:
+    space = {"experiment_dir": str(tmp_path / name), "epochs": epochs, "sleep": sleep}
+    tuner = tune.Tuner(_trainable, param_space=space, run_config=tune.RunConfig(
         name=name, storage_path=str(tmp_path), callbacks=[RetireCheckpoints()], verbose=0))
     results = tuner.fit()
     assert results[0].error is None
@@ -39,15 +43,26 @@ def _run(tmp_path: Path, name: str) -> tuple[tune.ResultGrid, list[str], list[st
 
 
 @pytest.mark.slow
-def test_checkpoints_retire_after_state_snapshots_and_after_fit_only_the_last_stays(local_ray, tmp_path, monkeypatch):
+def test_checkpoints_retire_once_a_stored_state_points_past_them_and_after_fit_only_the_last_stays(
+        local_ray, tmp_path, monkeypatch):
     newest = [f"checkpoint_{i:06d}" for i in range(EPOCHS - KEEP, EPOCHS)]
     monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "0")  # a snapshot at every step of Tune's loop
     _, during, after = _run(tmp_path, "often")
-    assert during == after == newest
+    assert during["last"] == after == newest
 
-    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "3600")  # no snapshot after the first
+    # One snapshot at the start, before any checkpoint, and Ray's last one when the experiment ends:
+    # until the last, no snapshot has seen a state of this run in storage, so nothing may go.
+    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "3600")
     results, during, after = _run(tmp_path, "never")
-    assert during == after == [f"checkpoint_{i:06d}" for i in range(EPOCHS)]
+    assert during["last"] == [f"checkpoint_{i:06d}" for i in range(EPOCHS)]
+    assert after == newest
 
     retire_after_fit(results)
     assert _checkpoints(results[0].path) == [Path(results[0].checkpoint.path).name] == newest[-1:]
+
+@pytest.mark.slow
+def test_fast_epochs_do_not_pile_up_checkpoints_between_snapshots(local_ray, tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    _, during, _ = _run(tmp_path, "fast", epochs=150, sleep=0.02)  # about 25 epochs between snapshots
+    # The newest KEEP, those the last stored and newer snapshots point at, and one being registered.
+    assert during["most"] <= KEEP + 4, during

@@ -260,6 +260,15 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
+def fill(disk: Path, name: str) -> None:
+    with open(disk / name, "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 65536)
+        except OSError:
+            pass
+
+
 def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_path, small_disk):
     path = write_space(tmp_path, "filling", epochs=300, lr="tune.grid_search([0.001, 0.01])")
     experiment = small_disk / "filling"
@@ -267,12 +276,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
                    "--max-failures", "1")
     try:
         wait_until(lambda: epochs_checkpointed(experiment) >= 6, "6 epochs", driver=driver)
-        with open(small_disk / "filler", "wb") as filler:  # another process takes the rest of the disk
-            try:
-                while True:
-                    filler.write(b"\0" * 65536)
-            except OSError:
-                pass
+        fill(small_disk, "filler")  # another process takes the rest of the disk
         before = rows(experiment)
         code, _, err = finish(driver, timeout=300)
     finally:
@@ -286,11 +290,44 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
     for trial_dir, recorded in before.items():  # nothing recorded before the disk filled was lost
         assert after[trial_dir][: len(recorded)] == recorded
 
-    report = run_tuner("report", str(experiment), cwd=tmp_path)  # the disk is still full
+    fill(small_disk, "filler-again")  # retiring old checkpoints at the end freed some space
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "could not rewrite the report files" in report.stderr
     table = [line for line in report.stdout.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 2
+
+    for filler in small_disk.glob("filler*"):
+        filler.unlink()
+    # Freeing space and resuming, as the error says, either goes on or, when Ray's state files were
+    # being rewritten as the disk filled, says so; never a fresh experiment trained into the same place.
+    configs = {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")}
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
+    if resumed.returncode == 0:
+        assert {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")} == configs
+        assert all(recorded[-1]["epoch"] == 300 for recorded in rows(experiment).values())
+    else:
+        assert resumed.returncode == 2, resumed.stderr[-3000:]
+        assert "is cut short (it was being written when the disk filled)" in resumed.stderr.splitlines()[-1]
+
+
+def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(tmp_path):
+    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
+    assert run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path).returncode == 0
+    experiment = tmp_path / "results" / "torn"
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)  # whole: finished trials stay finished
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+    searcher_state = max(experiment.glob("basic-variant-state-*.json"))
+    searcher_state.write_bytes(searcher_state.read_bytes()[:-100])  # as a write stopped by a full disk leaves it
+    before = {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()}
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
+    assert resumed.returncode == 2
+    assert resumed.stderr.strip().splitlines() == [
+        f"tuner: error: cannot resume {experiment}: Ray's saved state {searcher_state.name} is cut short (it was "
+        "being written when the disk filled); the results so far are kept: python -m tuner report "
+        f"{experiment}; to search on, start again with `tuner run --name <a new name>`"]
+    assert {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()} == before
 
 
 def test_read_only_storage_fails_before_any_trial(tmp_path, small_disk):

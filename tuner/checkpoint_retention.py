@@ -1,14 +1,23 @@
-"""Delete old trial checkpoints only once no saved experiment state can still point at them.
+"""Delete old trial checkpoints only once no experiment state in storage can point at them.
 
 Ray's own retention (`CheckpointConfig(num_to_keep)`) deletes a checkpoint the moment a newer one is
 registered, while the experiment state in storage, which `tuner resume` restores from, is synced
 later. A driver killed in between leaves a state whose latest checkpoint is gone, and the resumed trial
 fails with "Could not recover from checkpoint as it does not exist on storage anymore" (seen with
-fast epochs in the seeded-kill test). So during a run an old checkpoint goes only once a state that
-no longer points at it is in storage; once Tuner.fit has returned, Ray has synced its final state,
-and only the checkpoint it points at stays for each trial.
+fast epochs in the seeded-kill test).
+
+So tuner retires checkpoints itself. At each state snapshot it notes the checkpoint each trial's state
+points at and a digest of the state file, and it compares the storage copy of that file with those
+digests to learn exactly which snapshot storage holds. A checkpoint goes once it is older than its
+trial's latest, is not one of the newest KEEP, and no snapshot from the stored one onwards points at
+it. A storage that stops taking the state (a full disk) therefore keeps what its last state points at,
+and fast epochs do not pile up checkpoints between snapshots. Once Tuner.fit has returned, Ray has
+synced its final state, and only the checkpoint it points at stays for each trial.
 """
 
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow.fs
@@ -16,8 +25,16 @@ from ray import tune
 from ray.tune.experiment import Trial
 
 KEEP = 2  # the newest checkpoints of a trial, whatever their age
-SNAPSHOTS = 3  # experiment-state snapshots to wait before an older checkpoint goes
 PREFIX = "checkpoint_"
+STATE_FILES = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, one file per driver session
+
+
+@dataclass
+class _Snapshots:
+    """Consecutive state snapshots merged into one: any of them may be the one storage holds."""
+
+    digests: set[str] = field(default_factory=set)
+    points_at: set[str] = field(default_factory=set)  # checkpoint paths
 
 
 def _checkpoint_dirs(fs: pyarrow.fs.FileSystem, trial_path: str) -> list[str]:
@@ -26,29 +43,68 @@ def _checkpoint_dirs(fs: pyarrow.fs.FileSystem, trial_path: str) -> list[str]:
     return sorted(e.path for e in entries if e.type == pyarrow.fs.FileType.Directory and e.base_name.startswith(PREFIX))
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _stored_digest(fs: pyarrow.fs.FileSystem, path: str) -> str | None:
+    try:
+        with fs.open_input_stream(path) as stored:
+            return _digest(stored.read())
+    except OSError:  # not synced yet (FileNotFoundError is one)
+        return None
+
+
 class RetireCheckpoints(tune.Callback):
-    """Retires a checkpoint once SNAPSHOTS experiment-state snapshots have been taken since it stopped
-    being one of its trial's newest KEEP: the later ones point past it, and Ray syncs each to storage
-    before it takes the next unless that sync is still running (snapshots are seconds apart; a sync
-    of the state takes milliseconds on a local disk). Ray calls get_state at every snapshot, after
-    writing the state."""
+    # Snapshots kept apart at most; beyond it the oldest after the first are merged, so a storage that
+    # has stopped taking the state does not make the list grow for the rest of the run.
+    MAX_SNAPSHOTS = 16
 
     def __init__(self) -> None:
-        self._trials: dict[str, tuple[pyarrow.fs.FileSystem, str]] = {}  # trial id -> (fs, trial path)
-        self._snapshots = 0
-        self._old_since: dict[str, int] = {}  # checkpoint path -> snapshots taken before it was old
+        self._trials: list[Trial] = []
+        self._snapshots: list[_Snapshots] = []  # oldest first
+        self._stored_seen = False  # once true, _snapshots[0] holds the one in storage
+        self._protected: set[str] = set()
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        self._trials = trials
 
     def on_checkpoint(self, iteration: int, trials: list[Trial], trial: Trial, checkpoint: Any, **info: Any) -> None:
-        self._trials[trial.trial_id] = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
+        self._retire(trial)
 
     def get_state(self) -> None:
-        self._snapshots += 1
-        for fs, trial_path in self._trials.values():
-            for path in _checkpoint_dirs(fs, trial_path)[:-KEEP]:
-                if self._snapshots - self._old_since.setdefault(path, self._snapshots) >= SNAPSHOTS:
-                    fs.delete_dir(path)
-                    del self._old_since[path]
-        return None  # nothing to save: a resumed driver starts counting afresh
+        """Ray calls this at every snapshot, right after writing the state file and before syncing it."""
+        if not self._trials:
+            return None
+        storage = self._trials[0].storage
+        staged = list(Path(storage.experiment_driver_staging_path).glob(STATE_FILES))
+        if not staged:
+            return None
+        state_file = max(staged, key=lambda p: p.stat().st_mtime_ns)  # this session's, just written
+        stored = _stored_digest(storage.storage_filesystem, f"{storage.experiment_fs_path}/{state_file.name}")
+        held = [i for i, snapshot in enumerate(self._snapshots) if stored in snapshot.digests]
+        if held:
+            del self._snapshots[: held[-1]]
+            self._stored_seen = True
+        self._snapshots.append(_Snapshots({_digest(state_file.read_bytes())},
+                                          {t.checkpoint.path for t in self._trials if t.checkpoint is not None}))
+        if len(self._snapshots) > self.MAX_SNAPSHOTS:
+            first, second = self._snapshots[1], self._snapshots.pop(2)
+            first.digests |= second.digests
+            first.points_at |= second.points_at
+        self._protected = set().union(*(s.points_at for s in self._snapshots))
+        for trial in self._trials:
+            self._retire(trial)
+        return None  # nothing to save: a resumed driver starts afresh, retiring nothing until its state is stored
+
+    def _retire(self, trial: Trial) -> None:
+        latest = trial.checkpoint
+        if not self._stored_seen or latest is None:
+            return  # until a state of this session is in storage, an older session's state may point anywhere
+        fs, latest_name = trial.storage.storage_filesystem, Path(latest.path).name
+        for path in _checkpoint_dirs(fs, trial.storage.trial_fs_path)[:-KEEP]:
+            if Path(path).name < latest_name and path not in self._protected:
+                fs.delete_dir(path)
 
 
 def retire_after_fit(results: tune.ResultGrid) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import ray
 from ray import tune
 
-from tuner import budgets, data, report, schedulers, searchers, storage
+from tuner import budgets, data, report, saved_state, schedulers, searchers, storage
 from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
 from tuner.data.dataset import Dataset
@@ -196,6 +196,10 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
     experiment_path = storage.normalize(experiment_path)
     meta = report.load_meta(experiment_path)
     dataset = data.load(meta["dataset"], data_dir or meta["data_dir"])
+    if torn := saved_state.cut_short(experiment_path):
+        raise TunerError(f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
+                         "written when the disk filled); the results so far are kept: python -m tuner report "
+                         f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`")
     with _interruptible(experiment_path), connect(cluster):
         if not tune.Tuner.can_restore(experiment_path):
             raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the first "
