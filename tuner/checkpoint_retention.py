@@ -15,6 +15,7 @@ and fast epochs do not pile up checkpoints between snapshots. Once Tuner.fit has
 synced its final state, and only the checkpoint it points at stays for each trial.
 """
 
+import fnmatch
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,13 @@ def _checkpoint_dirs(fs: pyarrow.fs.FileSystem, trial_path: str) -> list[str]:
     return sorted(e.path for e in entries if e.type == pyarrow.fs.FileType.Directory and e.base_name.startswith(PREFIX))
 
 
+def _newest_state_file(staging_dir: str) -> Path | None:
+    """Right after a snapshot, this driver session's state file (a resumed run's staging directory
+    also holds the older sessions' files, synced down)."""
+    staged = list(Path(staging_dir).glob(STATE_FILES))
+    return max(staged, key=lambda p: p.stat().st_mtime_ns) if staged else None
+
+
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -61,10 +69,10 @@ class RetireCheckpoints(tune.Callback):
     MAX_SNAPSHOTS = 16
 
     def __init__(self) -> None:
-        self._trials: list[Trial] = []
-        self._snapshots: list[_Snapshots] = []  # oldest first
-        self._stored_seen = False  # once true, _snapshots[0] holds the one in storage
+        self._trials: list[Trial] = []  # Ray's own list of the experiment's trials, kept up to date by Ray
+        self._snapshots: list[_Snapshots] = []  # from the one storage holds, once known, to the newest
         self._protected: set[str] = set()
+        self._may_retire: bool | None = None  # None: storage not looked at yet
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         self._trials = trials
@@ -73,20 +81,16 @@ class RetireCheckpoints(tune.Callback):
         self._retire(trial)
 
     def get_state(self) -> None:
-        """Ray calls this at every snapshot, right after writing the state file and before syncing it."""
+        """Ray calls this at every snapshot, right after writing the state file and before syncing it;
+        every snapshot comes after an on_step_begin, so a snapshot taken with no trials points at none."""
         if not self._trials:
             return None
         storage = self._trials[0].storage
-        staged = list(Path(storage.experiment_driver_staging_path).glob(STATE_FILES))
-        if not staged:
+        staged = _newest_state_file(storage.experiment_driver_staging_path)
+        if staged is None:
             return None
-        state_file = max(staged, key=lambda p: p.stat().st_mtime_ns)  # this session's, just written
-        stored = _stored_digest(storage.storage_filesystem, f"{storage.experiment_fs_path}/{state_file.name}")
-        held = [i for i, snapshot in enumerate(self._snapshots) if stored in snapshot.digests]
-        if held:
-            del self._snapshots[: held[-1]]
-            self._stored_seen = True
-        self._snapshots.append(_Snapshots({_digest(state_file.read_bytes())},
+        self._look_at_storage(storage, ours=staged.name)
+        self._snapshots.append(_Snapshots({_digest(staged.read_bytes())},
                                           {t.checkpoint.path for t in self._trials if t.checkpoint is not None}))
         if len(self._snapshots) > self.MAX_SNAPSHOTS:
             first, second = self._snapshots[1], self._snapshots.pop(2)
@@ -95,12 +99,32 @@ class RetireCheckpoints(tune.Callback):
         self._protected = set().union(*(s.points_at for s in self._snapshots))
         for trial in self._trials:
             self._retire(trial)
-        return None  # nothing to save: a resumed driver starts afresh, retiring nothing until its state is stored
+        return None  # nothing to save: a resumed driver starts afresh
+
+    def _look_at_storage(self, storage: Any, ours: str | None) -> None:
+        """Drop the snapshots older than the one storage holds, and decide whether anything may go: not
+        while storage holds only an older driver session's state (a resumed run), which may point at
+        any checkpoint; yes when it holds none, as then there is nothing to resume from. `ours` is
+        this session's state file, known once it has written one."""
+        fs, experiment = storage.storage_filesystem, storage.experiment_fs_path
+        stored = fnmatch.filter((e.base_name for e in fs.get_file_info(
+            pyarrow.fs.FileSelector(experiment, allow_not_found=True))), STATE_FILES)
+        if ours in stored:
+            digest = _stored_digest(fs, f"{experiment}/{ours}")
+            if held := [i for i, snapshot in enumerate(self._snapshots) if digest in snapshot.digests]:
+                del self._snapshots[: held[-1]]
+            # Otherwise it is cut short, or was taken before this run had trials: it points at no
+            # checkpoint, and every snapshot kept since the last one known stays protected.
+            self._may_retire = True
+        else:
+            self._may_retire = not stored
 
     def _retire(self, trial: Trial) -> None:
+        if self._may_retire is None:  # before this session's first snapshot
+            self._look_at_storage(trial.storage, ours=None)
         latest = trial.checkpoint
-        if not self._stored_seen or latest is None:
-            return  # until a state of this session is in storage, an older session's state may point anywhere
+        if not self._may_retire or latest is None:
+            return
         fs, latest_name = trial.storage.storage_filesystem, Path(latest.path).name
         for path in _checkpoint_dirs(fs, trial.storage.trial_fs_path)[:-KEEP]:
             if Path(path).name < latest_name and path not in self._protected:
