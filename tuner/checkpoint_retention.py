@@ -25,9 +25,10 @@ import pyarrow.fs
 from ray import tune
 from ray.tune.experiment import Trial
 
+from tuner.saved_state import EXPERIMENT_STATE
+
 KEEP = 2  # the newest checkpoints of a trial, whatever their age
 PREFIX = "checkpoint_"
-STATE_FILES = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, one file per driver session
 
 
 @dataclass
@@ -47,7 +48,7 @@ def _checkpoint_dirs(fs: pyarrow.fs.FileSystem, trial_path: str) -> list[str]:
 def _newest_state_file(staging_dir: str) -> Path | None:
     """Right after a snapshot, this driver session's state file (a resumed run's staging directory
     also holds the older sessions' files, synced down)."""
-    staged = list(Path(staging_dir).glob(STATE_FILES))
+    staged = list(Path(staging_dir).glob(EXPERIMENT_STATE))
     return max(staged, key=lambda p: p.stat().st_mtime_ns) if staged else None
 
 
@@ -108,7 +109,7 @@ class RetireCheckpoints(tune.Callback):
         this session's state file, known once it has written one."""
         fs, experiment = storage.storage_filesystem, storage.experiment_fs_path
         stored = fnmatch.filter((e.base_name for e in fs.get_file_info(
-            pyarrow.fs.FileSelector(experiment, allow_not_found=True))), STATE_FILES)
+            pyarrow.fs.FileSelector(experiment, allow_not_found=True))), EXPERIMENT_STATE)
         if ours in stored:
             digest = _stored_digest(fs, f"{experiment}/{ours}")
             if held := [i for i, snapshot in enumerate(self._snapshots) if digest in snapshot.digests]:

@@ -15,8 +15,9 @@ import pyarrow.fs as pafs
 
 from tuner import storage
 
+EXPERIMENT_STATE = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, one file per driver session
 # What Ray's resume reads: of each pattern, the file with the greatest name (names carry timestamps).
-JSON_FILES = ("experiment_state-*.json",)
+JSON_FILES = (EXPERIMENT_STATE,)
 PICKLE_FILES = ("tuner.pkl", "basic-variant-state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl",
                 "callback-states-*.pkl")
 
