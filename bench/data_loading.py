@@ -4,7 +4,7 @@
 
 For scikit-learn's digits (the project's tensors, 1437 x 1x8x8 float32) and an MNIST-sized set
 (60000 x 1x28x28 uint8, random pixels from a seeded generator: a loader only moves bytes), compares
-  dataloader      DataLoader(TensorDataset, batch_size, sampler=DistributedSampler), as tuner/train.py,
+  dataloader      DataLoader(TensorDataset, batch_size, sampler=DistributedSampler), as tuner/context.py would,
   sliced          tuner.batches.SlicedBatches: x[indices] over the same sampler's order,
   dataloader w=2  the same DataLoader with num_workers=2 and persistent_workers,
 all with one rank's seeded sampler and set_epoch before every epoch, and nothing done with a batch.
@@ -38,11 +38,11 @@ VARIANTS: dict[str, Callable[[torch.Tensor, torch.Tensor, DistributedSampler, in
 
 
 def datasets() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    digits = data.load("digits")
+    digits = data.digits()
     generator = torch.Generator().manual_seed(SEED)
     mnist_x = torch.randint(0, 256, (60000, 1, 28, 28), dtype=torch.uint8, generator=generator)
     mnist_y = torch.randint(0, 10, (60000,), generator=generator)
-    return {"digits": (digits.x_train, digits.y_train), "mnist-sized": (mnist_x, mnist_y)}
+    return {"digits": digits.train, "mnist-sized": (mnist_x, mnist_y)}
 
 
 def sampler_for(n: int) -> DistributedSampler:

@@ -1,4 +1,4 @@
-"""Throughput of the project's DDP path (Ray Train's TorchTrainer running tuner.train.train) by worker count.
+"""Throughput of the project's DDP path (Ray Train's TorchTrainer running tuner's loop) by worker count.
 
     python bench/ddp_scaling.py [--workers 1 2] [--model cnn] [--dataset digits] [--batch-size 64]
                                 [--epochs 4] [--rounds 3]
@@ -11,8 +11,7 @@ epoch's start (worker group, process group, data fetch, model build), is reporte
 Scaling efficiency = throughput(n) / (n * throughput(1)). For reference, a row for the
 in-process loop that a `workers = 1` trial actually runs.
 
-With CUDA, it also runs 1..N GPU workers (NCCL, bf16 autocast: what the loop does on a GPU) and,
-with two or more GPUs, torch.nn.DataParallel over all of them in one process on the same loop.
+With CUDA, it also runs 1..N GPU workers (NCCL, bf16 autocast: what the loop does on a GPU).
 The variants take turns, one run each per round; the table gives each one's median round.
 """
 
@@ -29,11 +28,12 @@ import ray
 import ray.train
 import torch
 from ray.train.torch import TorchTrainer
-from torch import nn
 
-from tuner import data
-from tuner.trainable import train_worker
-from tuner.train import Runtime, TrialSetup, train
+from tuner.data.splits import Splits
+from tuner.lazy import resolve
+from tuner.data import DATASETS
+from tuner.trainable import TrialSetup, train_worker
+from tuner.trial import Parts, run_trial_loop
 
 @dataclass(frozen=True)
 class Measurement:
@@ -52,20 +52,6 @@ class Variant:
     workers: int  # processes (Ray Train) or devices (DataParallel)
     run: RunOnce
     baseline: str | None  # the single-worker variant its scaling efficiency is relative to
-
-
-class Bf16Forward(nn.Module):
-    """Enters bf16 autocast inside the forward. DataParallel runs each replica in its own thread, and
-    autocast's dtype is thread-local: its replicas re-enter autocast without a dtype, which on CUDA
-    means float16, not the bf16 the loop asked for."""
-
-    def __init__(self, module: nn.Module):
-        super().__init__()
-        self.module = module
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            return self.module(x)
 
 
 def measurement(history: list[dict[str, Any]], epoch_samples: int, started: float) -> Measurement:
@@ -96,42 +82,34 @@ def ray_train_run(setup: TrialSetup, config: dict[str, Any], storage: str, epoch
     return run
 
 
-def in_process_run(setup: TrialSetup, config: dict[str, Any], device: torch.device, epoch_samples: int,
-                   wrap_model: Callable[[nn.Module], nn.Module]) -> RunOnce:
+def in_process_run(setup: TrialSetup, config: dict[str, Any], dataset: Splits, device: torch.device,
+                   epoch_samples: int) -> RunOnce:
     def run(round_: int) -> Measurement:
         history: list[dict[str, Any]] = []
-        runtime = Runtime(trial_id=f"in-process-r{round_}", rank=0, world_size=1, device=device,
-                          report=lambda metrics, _ckpt_dir: history.append(metrics), restored=None,
-                          wrap_model=wrap_model, all_reduce=lambda t: t)
         started = time.time()
-        train(config, setup, runtime)
+        run_trial_loop(setup.parts, config, data=dataset, epochs=setup.epochs, seed=0, device=device,
+                       trial_id=f"in-process-r{round_}", report=lambda metrics, _ckpt_dir: history.append(metrics))
         return measurement(history, epoch_samples, started)
     return run
 
 
-def make_variants(args: argparse.Namespace, data_ref: ray.ObjectRef, epoch_samples: int, storage: str) -> list[Variant]:
+def make_variants(args: argparse.Namespace, dataset: Splits, epoch_samples: int, storage: str) -> list[Variant]:
     config = {"batch_size": args.batch_size}
+    data_ref = ray.put(dataset)
 
     def setup(workers: int, gpus: float) -> TrialSetup:
-        return TrialSetup(model=args.model, data=data_ref, epochs=args.epochs, seed=0, workers=workers,
-                          cpus_per_worker=1, gpus_per_worker=gpus, experiment_path=storage)
+        return TrialSetup(parts=Parts.of(model=args.model, dataset=args.dataset), data=data_ref, epochs=args.epochs,
+                          seed=0, workers=workers, cpus_per_worker=1, gpus_per_worker=gpus, experiment_path=storage)
 
     cpu_single, gpu_single = "ray train, 1 CPU worker", "ray train, 1 GPU worker"
     made = [Variant("in-process (workers=1 path)", "none", 1,
-                    in_process_run(setup(1, 0), config, torch.device("cpu"), epoch_samples, lambda m: m), None)]
+                    in_process_run(setup(1, 0), config, dataset, torch.device("cpu"), epoch_samples), None)]
     made += [Variant(f"ray train, {n} CPU worker{'s' * (n > 1)}", "gloo", n,
                      ray_train_run(setup(n, 0), config, storage, epoch_samples), cpu_single) for n in args.workers]
     gpus = torch.cuda.device_count()
     made += [Variant(f"ray train, {n} GPU worker{'s' * (n > 1)}", "nccl, bf16", n,
                      ray_train_run(setup(n, 1), config, storage, epoch_samples), gpu_single)
              for n in range(1, gpus + 1)]
-    if gpus >= 2:
-        def data_parallel(model: nn.Module) -> nn.Module:
-            return nn.DataParallel(Bf16Forward(model), device_ids=list(range(gpus)))
-
-        made.append(Variant(f"DataParallel, {gpus} GPUs", "threads, bf16", gpus,
-                            in_process_run(setup(1, 1), config, torch.device("cuda:0"), epoch_samples, data_parallel),
-                            gpu_single))
     return made
 
 
@@ -153,9 +131,11 @@ def main() -> None:
     # The workers' per-epoch log lines would bury the table; a failed run still raises from fit().
     ray.init(address="local", num_cpus=max(2, *args.workers, gpus), include_dashboard=False, logging_level="ERROR",
              log_to_driver=False)
-    dataset = data.load(args.dataset, args.data_dir)
+    loader = resolve(DATASETS[args.dataset])
+    dataset = loader(data_dir=args.data_dir) if args.data_dir else loader()
+    samples = len(dataset.train[1])
     with tempfile.TemporaryDirectory(prefix="tuner-bench-ddp-") as storage:  # the runs' checkpoints
-        variants = make_variants(args, ray.put(dataset), len(dataset.y_train), storage)
+        variants = make_variants(args, dataset, samples, storage)
         measured: dict[str, list[Measurement]] = {v.label: [] for v in variants}
         for round_ in range(args.rounds):
             for variant in variants:
@@ -178,12 +158,9 @@ def main() -> None:
                      "startup_s": median(v.label, "startup_s"), "run_wall_s": median(v.label, "wall_s"),
                      "rounds (samples/s)": " ".join(f"{m.samples_per_s:.0f}" for m in measured[v.label])})
 
-    print(f"\n{args.model} on {args.dataset} ({len(dataset.y_train)} training samples), global batch "
+    print(f"\n{args.model} on {args.dataset} ({samples} training samples), global batch "
           f"{args.batch_size}, {args.epochs} epochs per run (first left out), {args.rounds} rounds\n")
     print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".2f"))
-    if gpus < 2:
-        print(f"\nDataParallel vs DDP: skipped: DataParallel replicates the model over the GPUs of one process, "
-              f"so it needs >= 2 CUDA devices and this machine has {gpus}.")
 
 
 if __name__ == "__main__":

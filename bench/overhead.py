@@ -4,17 +4,22 @@
 
 (a) a bare PyTorch loop in this process (train steps + the same per-epoch evaluation, no Ray);
 (b) one tuner trial, in-process (workers = 1); (c) an experiment of N such trials on 2 cores with
-max_concurrent = 2; (d) one 2-worker DDP trial. Prints samples/s of each (a, b, d: the loop after its
-first epoch; c: the whole experiment's samples over its whole wall time), the ratios to (a), the
+max_concurrent = 2; (d) one 2-worker DDP trial; (e) a user's own loop as a bare script, (f) the
+same loop written as a space's `train_loop(config, ctx)`, run as one tuner trial, and (g) the same
+loop as the Ray Tune function trainable a user would write by hand (`tune.report` with a checkpoint
+every epoch), which tells tuner's cost from Ray Tune's own. Prints samples/s of each (a, b, d: the
+loop after its first epoch; c: the whole experiment's samples over its whole wall time; e, f, g: the
+median epoch), the ratios to (a) (f and g: to (e)), the
 fixed cost per trial (wall time not spent in steady epochs), the share of the core time spent inside
 training steps, and peak RSS of the driver and of the trials. With --memory-trials, a further
 experiment of that many 1-epoch trials samples the driver's RSS as trials finish, to show it stays flat.
-Targets on 2 cores: b/a >= 0.95, fixed cost <= 1 s, >= 80 % of the wall inside training steps.
+Targets on 2 cores: b/a >= 0.95, f/e >= 0.95, fixed cost <= 1 s, >= 80 % of the wall inside training steps.
 """
 
 import argparse
 import math
 import resource
+import statistics
 import tempfile
 import threading
 import time
@@ -26,33 +31,35 @@ import torch
 import torch.nn.functional as F
 from ray import tune
 
-from tuner import data, hyperparameters
+from tuner import data
 from tuner.experiment import RunOptions, run
-from tuner.models.build import build as build_model
-from tuner.space import Space, validate
+from tuner.lazy import resolve
+from tuner.models import MODELS
+from tuner.space import Space
 
 CONFIG = {"lr": 0.01, "batch_size": 64, "hidden": 64, "channels": 16}
 N_TRAIN = 1437  # digits training samples
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, dataset: Any) -> float:
+def evaluate(model: torch.nn.Module, val: tuple[torch.Tensor, torch.Tensor]) -> float:
     model.eval()
-    correct = sum(int((model(dataset.x_val[i:i + 1024]).argmax(1) == dataset.y_val[i:i + 1024]).sum())
-                  for i in range(0, len(dataset.y_val), 1024))
+    x_val, y_val = val
+    correct = sum(int((model(x_val[i:i + 1024]).argmax(1) == y_val[i:i + 1024]).sum())
+                  for i in range(0, len(y_val), 1024))
     model.train()
-    return correct / len(dataset.y_val)
+    return correct / len(y_val)
 
 
 def bare_loop(model_name: str, epochs: int) -> dict[str, float]:
     """(a): nanoGPT-style, nothing but the loop, with the evaluation every tuner epoch also does."""
-    dataset = data.load("digits")
-    hp = hyperparameters.resolve(CONFIG, 0)
-    torch.manual_seed(hp["seed"])
+    splits = data.digits()
+    (x_train, y_train), val = splits
+    torch.manual_seed(0)
     torch.set_num_threads(1)  # what a 1-CPU trial gets
-    model = build_model(model_name, dataset, hp)
-    optimizer = torch.optim.Adam(model.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
-    n, batch = len(dataset.y_train), hp["batch_size"]
+    model = resolve(MODELS[model_name])(CONFIG, splits)
+    optimizer = torch.optim.Adam(model.parameters(), lr=CONFIG["lr"])
+    n, batch = len(y_train), CONFIG["batch_size"]
     in_steps = 0.0
     started = time.perf_counter()
     epoch_ends = []
@@ -60,13 +67,13 @@ def bare_loop(model_name: str, epochs: int) -> dict[str, float]:
         epoch_start = time.perf_counter()
         order = torch.randperm(n)
         for i in range(0, n, batch):
-            x, y = dataset.x_train[order[i:i + batch]], dataset.y_train[order[i:i + batch]]
+            x, y = x_train[order[i:i + batch]], y_train[order[i:i + batch]]
             loss = F.cross_entropy(model(x), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
         in_steps += time.perf_counter() - epoch_start
-        evaluate(model, dataset)
+        evaluate(model, val)
         epoch_ends.append(time.perf_counter())
     wall = time.perf_counter() - started
     samples = n * epochs
@@ -81,10 +88,99 @@ def steady(samples_per_epoch: int, epoch_ends: list[float]) -> float:
 
 
 def space(model: str, epochs: int, workers: int, lr: Any) -> Space:
-    result = Space(name=f"overhead_{model}", model=model, dataset="digits", metric="val_acc", mode="max",
-                   param_space={**CONFIG, "lr": lr}, epochs=epochs, workers=workers)
-    validate(result)
-    return result
+    return Space(name=f"overhead_{model}", model=model, dataset="digits", metric="val_acc", mode="max",
+                 param_space={**CONFIG, "lr": lr}, epochs=epochs, workers=workers)
+
+
+def own_net() -> torch.nn.Module:
+    """The user's model in (e) and (f): a small CNN written out, as a user would."""
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                               torch.nn.Linear(16 * 64, 10))
+
+
+def own_loop_bare(epochs: int) -> dict[str, float]:
+    """(e): the user's loop as the script they had before tuner: shuffled slices, SGD, an evaluation."""
+    (x_train, y_train), val = data.digits()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    net = own_net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=CONFIG["lr"], momentum=0.9)
+    epoch_ends = []
+    for _ in range(epochs):
+        order = torch.randperm(len(y_train))
+        for i in range(0, len(y_train), CONFIG["batch_size"]):
+            index = order[i:i + CONFIG["batch_size"]]
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(net(x_train[index]), y_train[index]).backward()
+            optimizer.step()
+        evaluate(net, val)
+        epoch_ends.append(time.perf_counter())
+    return {"epoch_samples_per_s": median_epoch(len(y_train), epoch_ends)}
+
+
+def median_epoch(samples_per_epoch: int, epoch_ends: list[float]) -> float:
+    """Samples/s of the median epoch (after the first): (e) and (f) compare epochs of a few tens of
+    milliseconds, where one hiccup of the shared machine would weigh on a mean."""
+    return samples_per_epoch / statistics.median(b - a for a, b in zip(epoch_ends[1:], epoch_ends[2:]))
+
+
+def own_train_loop(config: dict[str, Any], ctx: Any) -> None:
+    """(f): the same loop as a space's train_loop: the batches, the report and a checkpoint from tuner."""
+    train, val = ctx.data
+    net = own_net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=config["lr"], momentum=0.9)
+    for _ in range(ctx.start_epoch, ctx.epochs + 1):
+        for x, y in ctx.batches(train, config["batch_size"]):
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(net(x), y).backward()
+            optimizer.step()
+        ctx.report({"val_acc": evaluate(net, val)}, checkpoint={"net": net.state_dict()})
+
+
+def own_loop_by_hand(config: dict[str, Any]) -> None:
+    """(g): the same loop as a plain Ray Tune function trainable, checkpointing every epoch."""
+    (x_train, y_train), val = data.digits()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    net = own_net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=config["lr"], momentum=0.9)
+    for _ in range(config["epochs"]):
+        order = torch.randperm(len(y_train))
+        for i in range(0, len(y_train), config["batch_size"]):
+            index = order[i:i + config["batch_size"]]
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(net(x_train[index]), y_train[index]).backward()
+            optimizer.step()
+        accuracy = evaluate(net, val)
+        with tempfile.TemporaryDirectory() as directory:
+            torch.save({"net": net.state_dict()}, f"{directory}/checkpoint.pt")
+            tune.report({"val_acc": accuracy, "reported_at": time.time()},
+                        checkpoint=tune.Checkpoint.from_directory(directory))
+
+
+def by_hand(storage: str, epochs: int) -> dict[str, float]:
+    """Three trials of (g) one after another, through tune.Tuner alone; the best median epoch."""
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        results = tune.Tuner(
+            tune.with_resources(own_loop_by_hand, {"CPU": 1}),
+            param_space={"lr": CONFIG["lr"], "batch_size": CONFIG["batch_size"], "epochs": epochs},
+            tune_config=tune.TuneConfig(num_samples=3, max_concurrent_trials=1, reuse_actors=True),
+            run_config=tune.RunConfig(storage_path=storage, name="by_hand", verbose=0),
+        ).fit()
+    finally:
+        ray.shutdown()
+    return {"epoch_samples_per_s": max(median_epoch(N_TRAIN, list(result.metrics_dataframe["reported_at"]))
+                                       for result in results)}
+
+
+def own_loop_space(epochs: int) -> Space:
+    """Three trials of the same config one after another: the best of three, as for (e)."""
+    return Space(name="overhead_own_loop", train_loop=own_train_loop, dataset="digits", metric="val_acc",
+                 mode="max", param_space={"lr": CONFIG["lr"], "batch_size": CONFIG["batch_size"]}, epochs=epochs,
+                 num_samples=3, max_concurrent=1)
 
 
 class PeakRss:
@@ -132,7 +228,8 @@ def experiment(storage: str, name: str, experiment_space: Space, max_concurrent:
     trial_time = float(trials["time_s"].sum())  # each trial's time inside its own process
     # Per trial: each epoch's report time is taken as it ends (reported_at), as the bare loop's are.
     loop = [steady(n_train, list(h["reported_at"])) for _, h in history.groupby("trial_id") if len(h) > 1]
-    return {"wall_s": wall, "in_steps_s": in_steps, "trial_s": trial_time, "samples": n_train * len(history),
+    epoch = [median_epoch(n_train, list(h["reported_at"])) for _, h in history.groupby("trial_id") if len(h) > 2]
+    return {"epoch_samples_per_s": max(epoch, default=math.nan),"wall_s": wall, "in_steps_s": in_steps, "trial_s": trial_time, "samples": n_train * len(history),
             "trials": len(trials), "epochs": len(history), "driver_rss": rss.driver, "trial_rss": rss.children,
             "rss_samples": rss.samples, "loop_samples_per_s": sum(loop) / len(loop) if loop else math.nan}
 
@@ -156,20 +253,29 @@ def main() -> None:
     lrs = [0.003 * (1 + i % 5) for i in range(args.trials)]  # distinct configs, all healthy
     c = experiment(storage, "many", space(args.model, args.epochs, 1, tune.grid_search(lrs)), max_concurrent=2)
     d = experiment(storage, "ddp", space(args.model, args.epochs, 2, CONFIG["lr"]))
+    e = max((own_loop_bare(args.epochs) for _ in range(3)), key=lambda run: run["epoch_samples_per_s"])
+    f = experiment(storage, "own_loop", own_loop_space(args.epochs))
+    g = by_hand(storage, args.epochs)
 
     cores = 2
     epoch_s = N_TRAIN / b["loop_samples_per_s"]  # a steady epoch of a tuner trial, evaluation and checkpoint included
     rows = [
-        ("(a) bare PyTorch loop", a["loop_samples_per_s"], 1.0, "-", "-", mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)),
-        ("(b) one tuner trial, in-process", b["loop_samples_per_s"], b["loop_samples_per_s"] / a["loop_samples_per_s"],
+        ("(a) bare PyTorch loop", a["loop_samples_per_s"], "1", "-", "-", mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)),
+        ("(b) one tuner trial, in-process", b["loop_samples_per_s"], f"{b['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
          f"{b['wall_s'] - b['epochs'] * epoch_s:.2f}", f"{b['in_steps_s'] / b['wall_s']:.0%}", mib(b["trial_rss"])),
         (f"(c) {c['trials']} trials, max_concurrent 2 (aggregate)", c["samples"] / c["wall_s"],
-         c["samples"] / c["wall_s"] / a["loop_samples_per_s"],
+         f"{c['samples'] / c['wall_s'] / a['loop_samples_per_s']:.3g}",
          f"{(cores * c['wall_s'] - c['epochs'] * epoch_s) / c['trials']:.2f}",
          f"{c['in_steps_s'] / (cores * c['wall_s']):.0%}", mib(c["trial_rss"])),
-        ("(d) one 2-worker DDP trial", d["loop_samples_per_s"], d["loop_samples_per_s"] / a["loop_samples_per_s"],
+        ("(d) one 2-worker DDP trial", d["loop_samples_per_s"], f"{d['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
          f"{d['wall_s'] - d['epochs'] * N_TRAIN / d['loop_samples_per_s']:.2f}",
          f"{d['in_steps_s'] / (cores * d['wall_s']):.0%}", "-"),
+        ("(e) a user's own loop, bare script (median epoch)", e["epoch_samples_per_s"], "-", "-", "-", "-"),
+        ("(f) the same loop as a train_loop, one tuner trial (median epoch)", f["epoch_samples_per_s"],
+         f"{f['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e)", "-", "-", mib(f["trial_rss"])),
+        ("(g) the same loop as a Ray Tune trainable by hand (median epoch)", g["epoch_samples_per_s"],
+         f"{g['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e); (f) is "
+         f"{f['epoch_samples_per_s'] / g['epoch_samples_per_s']:.3g} of (g)", "-", "-", "-"),
     ]
     table = pd.DataFrame(rows, columns=["run", "samples/s", "vs (a)", "fixed cost per trial s",
                                         "core time in training steps", "peak trial RSS"])
@@ -177,7 +283,8 @@ def main() -> None:
     print(table.to_markdown(index=False, floatfmt=".3g"))
     print(f"\n(a), (b), (d) samples/s: the training loop from the end of its first epoch to the end of its last"
           f"\n(evaluation, and for tuner the checkpoint and report, included); (c): every sample of the experiment"
-          f"\nover its whole wall time, Ray's start-up included ({c['wall_s']:.1f} s)."
+          f"\nover its whole wall time, Ray's start-up included ({c['wall_s']:.1f} s); (e), (f): the median epoch of"
+          f"\neach run (train steps, evaluation, and for (f), (g) the checkpoint and report), the best of three runs each."
           f"\nfixed cost: wall time not spent in steady epochs ({epoch_s * 1000:.0f} ms each), per trial: Ray's start-up"
           f"\nand teardown, the trial's process, torch's first-optimizer import, the first epoch's warm-up;"
           f"\n(c) counts both cores' time and spreads it over the trials."

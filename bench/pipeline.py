@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision.models import resnet50
 
-from tuner.models.resnet import resnet18
+from tuner.models import small_image_resnet18
 from tuner.parallel import PipelineResNet
 
 GPU_DEFAULTS = {"model": "resnet50", "image_size": 128, "batch_size": 120}
@@ -43,7 +43,7 @@ class Variant:
 def build(name: str, image_size: int) -> nn.Module:
     if name == "resnet50":
         return resnet50(num_classes=NUM_CLASSES)
-    return resnet18((3, image_size, image_size), NUM_CLASSES)
+    return small_image_resnet18(3, NUM_CLASSES)
 
 
 def variants(base: nn.Module, devices: list[torch.device], chunks: list[int]) -> list[Variant]:

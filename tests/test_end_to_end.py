@@ -66,6 +66,7 @@ def test_run_prints_best_trial_and_report_path(grid_run):
     assert f"experiment: {experiment}" in result.stdout
     assert f"best trial: {best['trial_id']}" in result.stdout
     assert "Trial status:" in result.stdout + result.stderr  # Ray Tune's live table
+    assert "smoke step: one batch of the space's code on the first config ran in" in result.stdout
 
 
 def test_report_command_from_another_process(grid_run):

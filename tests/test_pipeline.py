@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision.models import resnet50
 
-from tuner.models.resnet import resnet18
+from tuner.models import small_image_resnet18
 from tuner.parallel import PipelineResNet
 
 BATCH = 7  # divisible by neither 2 nor 3
@@ -19,7 +19,7 @@ TIGHT = {"rtol": 1e-5, "atol": 1e-5}
 @pytest.fixture(scope="module")
 def model() -> nn.Module:
     torch.manual_seed(0)
-    return resnet18((3, 16, 16), num_classes=10)
+    return small_image_resnet18(3, num_classes=10)
 
 
 @pytest.fixture(scope="module")

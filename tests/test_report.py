@@ -28,3 +28,17 @@ def test_a_restore_from_another_trial_keeps_both_branches():
 def test_a_restore_after_a_pause_drops_nothing():
     frame = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t1", 2))
     assert _history(frame, "t1", [])["epoch"].tolist() == [1, 2, 3]
+
+
+def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
+    from tuner.report import flat_config, metric_names
+
+    frame = pd.DataFrame([{"epoch": 1, "val_rmse": 3.0, "val_mae": 2.0, "train_loss": 1.0, "world_size": 1,
+                           "time_this_iter_s": 0.1, "config_keys_read": "lr", "checkpoint_dir_name": "c",
+                           "config/net/width": 8, "config/layers": [64, 64], "config/lr": 0.1}])
+    assert metric_names([frame]) == ["val_rmse", "val_mae", "train_loss"]
+    assert flat_config({"lr": 0.1, "net": {"width": 8, "act": "relu"}, "layers": [64, 64]}) == {
+        "lr": 0.1, "net/width": 8, "net/act": "relu", "layers": [64, 64]}
+    history = _history(frame, "t1", ["layers", "lr", "net/width"])
+    assert history.loc[0, "net/width"] == 8 and history.loc[0, "layers"] == "[64, 64]"  # a list as JSON text
+    assert list(history.columns[:5]) == ["trial_id", "epoch", "val_rmse", "val_mae", "train_loss"]

@@ -74,6 +74,14 @@ def test_pbt_mutates_only_what_a_checkpoint_survives():
     assert schedulers.pbt_mutations(space)["weight_decay"] == [0.0, 1e-4]
 
 
+def test_pbt_mutates_what_the_space_marks_mutable():
+    space = {**SPACE, "ema_decay": tune.uniform(0.9, 0.999)}
+    assert set(schedulers.pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
+    assert "ema_decay" not in schedulers.pbt_mutations(space)  # the default list knows only tuner's names
+    with pytest.raises(TunerError, match="pbt has nothing to mutate: give one of ema_decay a search domain"):
+        schedulers.check("pbt", "grid", {"ema_decay": 0.99}, workers=1, mutable=["ema_decay"])
+
+
 def test_pbt_without_anything_to_mutate_or_with_ddp():
     with pytest.raises(TunerError, match="pbt has nothing to mutate"):
         schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1}, workers=1)
@@ -111,8 +119,8 @@ def test_stop_conditions():
     assert not stop("t1", {"val_acc": 0.5}) and not stop.stop_all()
     assert stop("t1", {"val_acc": 0.99}) and stop.stop_all()
     assert parse_stop(" val_loss < 0.1 ")("t", {"val_loss": 0.05})
-    for bad, message in (("val_acc=0.9", "not METRIC OP NUMBER"), ("f1>=0.9", "'f1' is not reported"),
-                         ("val_acc>=high", "not METRIC OP NUMBER")):
+    assert parse_stop("val_f1>=0.9").metric == "val_f1"  # any name; whether it is reported, the smoke step says
+    for bad, message in (("val_acc=0.9", "not METRIC OP NUMBER"), ("val_acc>=high", "not METRIC OP NUMBER")):
         with pytest.raises(TunerError, match=message):
             parse_stop(bad)
 

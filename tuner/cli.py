@@ -78,7 +78,7 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--gpus-per-worker", {"type": _non_negative_number}),
     ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
     ("--name", {"type": _experiment_name, "help": "experiment name (default: <space>-<timestamp>)"}),
-    ("--seed", {"type": int, "default": 0}),
+    ("--seed", {"type": _count, "default": 0}),
     ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
     ("--set", {"dest": "sets", "action": "append", "default": [], "metavar": "KEY=VALUE",
                "help": "pin a hyperparameter to one value; repeatable"}),
@@ -88,6 +88,8 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
     ("--max-failures", {"type": _count, "default": 2,
                         "help": "retries of a crashed trial, each from its latest checkpoint (default 2)"}),
+    ("--no-smoke", {"dest": "no_smoke", "action": "store_true",
+                    "help": "skip the smoke step (one batch of the space's code on the first config before Ray starts)"}),
 ]
 
 
@@ -160,7 +162,8 @@ def _run(args: argparse.Namespace) -> int:
 
     cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
     options = RunOptions(storage_path=args.storage_path, name=args.name, seed=args.seed, data_dir=args.data_dir,
-                         max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures)
+                         max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures,
+                         smoke=not args.no_smoke)
     return _summarize(run(space, options))
 
 
@@ -169,8 +172,11 @@ def _forwarded(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
     for flag, options in EXPERIMENT_OPTIONS:
         value = getattr(args, options.get("dest", flag.lstrip("-").replace("-", "_")))
-        if flag in ("--space", "--name") or value is None:
-            continue  # the space and the name are passed explicitly
+        if flag in ("--space", "--name") or value is None or value is False:
+            continue  # the space and the name are passed explicitly; a flag not given stays off
+        if value is True:
+            argv.append(flag)
+            continue
         for item in value if isinstance(value, list) else [value]:
             argv += [flag, str(item)]
     return argv
@@ -201,6 +207,8 @@ def _summarize(outcome: "Outcome") -> int:
     from tuner import report
 
     trials, path = outcome.trials, outcome.experiment_path
+    if outcome.unread:
+        print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
     print()
     print(f"experiment: {path}")
     print(f"report:     {path}/{report.TRIALS_CSV} (python -m tuner report {path})")
@@ -214,7 +222,7 @@ def _summarize(outcome: "Outcome") -> int:
         return INTERRUPTED if unfinished.any() else 1
     best = scored.iloc[0]
     config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
-    print(f"best trial: {best['trial_id']}  best_{outcome.metric}={best['best_' + outcome.metric]:.4f} "
+    print(f"best trial: {best['trial_id']}  best_{outcome.metric}={best['best_' + outcome.metric]:.4g} "
           f"(epoch {best['best_epoch']})  {config}")
     return INTERRUPTED if unfinished.any() else 0
 
@@ -249,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return {"run": _run, "submit": _submit, "resume": _resume, "report": _report}[args.command](args)
     except TunerError as err:
+        if details := getattr(err, "details", None):  # the user's own traceback, above the one line
+            print(details, file=sys.stderr)
         print(f"tuner: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except Interrupted as interrupted:

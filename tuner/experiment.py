@@ -6,21 +6,30 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import ray
+import torch
 from ray import tune
+from ray.tune.search.variant_generator import generate_variants
 
-from tuner import budgets, data, report, saved_state, schedulers, searchers, storage
+from tuner import budgets, hyperparameters, report, saved_state, schedulers, searchers, storage
+from tuner import space as spaces
 from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
-from tuner.data.dataset import Dataset
+from tuner.config_reads import RESULT_KEY, reads_of, unread_warning
+from tuner.data.splits import Splits
+from tuner.data.torchvision_sets import DATA_DIR_ENV
 from tuner.errors import Interrupted, TunerError
+from tuner.smoke import check_reported, smoke_test
 from tuner.space import Space
-from tuner.trainable import trainable
+from tuner.trainable import TrialSetup, trainable
+from tuner.trial import Parts
 from tuner.trial_logs import KeepResultRows
-from tuner.train import TrialSetup
+from tuner.user_traceback import UserCodeError
 
 SNAPSHOT_PERIOD_S = "2"
 
@@ -45,6 +54,7 @@ class RunOptions:
     cluster: Cluster = field(default_factory=Cluster)  # default: a local instance, no dashboard
     max_failures: int = 2  # retries of a crashed trial, each from its latest checkpoint
     verbose: int = 1  # Ray Tune's output: 0 silent, 1 the live trial table, 2 every result
+    smoke: bool = True  # one batch of the space's code on the first config before Ray starts
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Outcome:
     trials: pd.DataFrame
     metric: str
     params: list[str]
+    unread: str | None = None  # the warning naming param_space keys no trial read
 
 
 def _check_resources(space: Space) -> int:
@@ -73,10 +84,10 @@ def _check_resources(space: Space) -> int:
     return int(fits)
 
 
-def _setup(meta: dict[str, Any], dataset: Dataset, experiment_path: str) -> TrialSetup:
+def _setup(parts: Parts, data: Splits | None, meta: dict[str, Any], experiment_path: str) -> TrialSetup:
     return TrialSetup(
-        model=meta["model"],
-        data=ray.put(dataset),
+        parts=parts,
+        data=ray.put(data) if data is not None else None,
         epochs=meta["epochs"],
         seed=meta["seed"],
         workers=meta["workers"],
@@ -84,6 +95,58 @@ def _setup(meta: dict[str, Any], dataset: Dataset, experiment_path: str) -> Tria
         gpus_per_worker=meta["gpus_per_worker"],
         experiment_path=experiment_path,
     )
+
+
+def _parts(space: Space) -> Parts:
+    return Parts.of(model=space.model, dataset=space.dataset, loss=space.loss, metrics=space.metrics,
+                    optimizer=space.optimizer, train_loop=space.train_loop)
+
+
+@contextmanager
+def _data_dir(data_dir: str | None) -> Iterator[None]:
+    """`--data-dir` as TUNER_DATA_DIR, where the shipped loaders (and Ray's workers, started meanwhile)
+    look, for the duration of the run."""
+    previous = os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        os.environ[DATA_DIR_ENV] = data_dir
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DATA_DIR_ENV, None)
+        else:
+            os.environ[DATA_DIR_ENV] = previous
+
+
+def _load_data(parts: Parts, space: str) -> Splits | None:
+    """The data every trial shares, loaded once here; None when each trial loads its own."""
+    if parts.per_trial_data:
+        return None
+    try:
+        return parts.load_data()
+    except TunerError:
+        raise
+    except Exception as error:  # the space's own dataset(): its failure is the user's to see
+        raise UserCodeError(f"space {space}: dataset() failed (traceback above)", error) from None
+
+
+def first_config(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The config the first grid point gets, its other values sampled with the experiment's seed."""
+    _, spec = next(generate_variants({"config": param_space}, random_state=np.random.RandomState(seed)))
+    return spec["config"]
+
+
+def _smoke(space: Space, parts: Parts, data: Splits | None, seed: int, verbose: int) -> None:
+    use_gpu = space.gpus_per_worker > 0 and torch.cuda.is_available()
+    config = first_config(space.param_space, seed)
+    result = smoke_test(parts, config, data=data, epochs=space.epochs, seed=seed,
+                        device=torch.device("cuda" if use_gpu else "cpu"), space=space.name)
+    check_reported(space.name, result.metrics, space.metric)
+    if space.stop:
+        check_reported(space.name, result.metrics, budgets.parse_stop(space.stop).metric, what="stop condition's metric")
+    if verbose:
+        print(f"smoke step: one batch of the space's code on the first config ran in {result.seconds * 1000:.0f} ms "
+              "(--no-smoke skips it)", flush=True)
 
 
 @contextmanager
@@ -98,8 +161,12 @@ def _interruptible(experiment_path: str) -> Iterator[None]:
         raise
 
 
-def _fit(tuner: tune.Tuner, experiment_path: str, scheduler: str) -> pd.DataFrame:
-    """Run the trials, then write the report."""
+# Ray's own words when a result lacks the metric the search ranks by (TuneController._validate_result_metrics).
+RAY_MISSING_METRIC = "did not include the specified metric"
+
+
+def _fit(tuner: tune.Tuner, experiment_path: str, meta: dict[str, Any]) -> tuple[pd.DataFrame, str | None]:
+    """Run the trials, then write the report; returns it and the warning about keys no trial read."""
     # How often Ray saves the experiment state and result rows to storage: what a killed driver or a
     # full disk leaves for `tuner resume` and `tuner report`. Ray's default waits 10 s or more.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S)
@@ -109,22 +176,46 @@ def _fit(tuner: tune.Tuner, experiment_path: str, scheduler: str) -> pd.DataFram
             # Ray may also end normally, its trials failed on the storage: the same error, and nothing
             # deleted or rewritten (retiring checkpoints would free space and hide the cause).
             _check_storage(experiment_path)
-        if schedulers.retires_checkpoints(scheduler):
+        if schedulers.retires_checkpoints(meta["scheduler"]):
             retire_after_fit(results)
-        return report.write(experiment_path)
+        warning = _unread(results, meta, experiment_path)
+        return report.write(experiment_path), warning
     except TunerError:
         raise
-    except Exception:
+    except Exception as error:
         # A full or read-only storage makes Ray fail in many places (checkpoints, state files, even
         # its own error files); what the user must know is that the storage is the cause.
         _check_storage(experiment_path)
+        if RAY_MISSING_METRIC in str(error):
+            raise TunerError(f"a trial reported without metric {meta['metric']!r}, which the search ranks by; "
+                             "report it in every ctx.report, or set metric to a name the loop reports (the "
+                             f"smoke step checks this, unless --no-smoke); results so far: {experiment_path}") from None
         raise
+
+
+def _unread(results: tune.ResultGrid, meta: dict[str, Any], experiment_path: str) -> str | None:
+    """The warning naming param_space keys no trial read, also kept in tuner.json; None when every key
+    was read, or when no trial got as far as reporting."""
+    reported = [result.metrics.get(RESULT_KEY) for result in results if result.metrics]
+    if not any(reported):
+        return None
+    keys = sorted({param.split("/")[0] for param in meta["params"]})
+    warning = unread_warning(keys, reads_of(reported), known=hyperparameters.KNOWN)
+    storage.write_meta(experiment_path, {**meta, "unread_params_warning": warning})
+    return warning
 
 
 def _check_storage(experiment_path: str) -> None:
     if problem := storage.write_problem(experiment_path):
         raise TunerError(f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
                          f"or make it writable, then: python -m tuner resume {experiment_path}") from None
+
+
+def _describe(part: Any) -> str | None:
+    """How tuner.json names a space's part: a shipped name as it is, a callable by its name."""
+    if part is None or isinstance(part, str):
+        return part
+    return f"{getattr(part, '__qualname__', type(part).__name__)} (own)"
 
 
 def run(space: Space, options: RunOptions) -> Outcome:
@@ -135,59 +226,74 @@ def run(space: Space, options: RunOptions) -> Outcome:
         raise TunerError(f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)")
     if problem := storage.write_problem(storage_path):
         raise TunerError(f"cannot write to --storage-path {storage_path}: {problem}; pick another --storage-path")
-    dataset = data.load(space.dataset, options.data_dir)  # a missing data root fails here, before Ray starts
     stopper = budgets.parse_stop(space.stop) if space.stop else None
+    parts = _parts(space)
 
-    with _interruptible(experiment_path), connect(options.cluster):
-        fits = _check_resources(space)
-        max_concurrent = options.max_concurrent or space.max_concurrent or fits
-        search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples, options.seed,
-                                                  max_concurrent)
-        # Everything `resume` needs to rebuild the trainable; Ray's own tuner.pkl keeps the rest.
-        meta = {
-            "space": space.name, "source": space.source, "model": space.model, "dataset": space.dataset,
-            "data_dir": options.data_dir, "metric": space.metric, "mode": space.mode,
-            "params": sorted(space.param_space), "epochs": space.epochs, "num_samples": space.num_samples,
-            "workers": space.workers, "cpus_per_worker": space.cpus_per_worker,
-            "gpus_per_worker": space.gpus_per_worker, "search": space.search, "scheduler": space.scheduler,
-            "seed": options.seed,
-        }
-        storage.write_meta(experiment_path, meta)
-        callbacks: list[tune.Callback] = [KeepResultRows()]
-        if schedulers.retires_checkpoints(space.scheduler):
-            callbacks.append(RetireCheckpoints())
-        tuner = tune.Tuner(
-            trainable(_setup(meta, dataset, experiment_path)),
-            param_space=param_space,
-            tune_config=tune.TuneConfig(
-                metric=space.metric,
-                mode=space.mode,
-                num_samples=space.num_samples,
-                search_alg=search_alg,
-                scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
-                                           space.workers),
-                time_budget_s=budgets.parse_duration(space.time_budget) if space.time_budget else None,
-                trial_name_creator=TrialNamer(space.name),
-                trial_dirname_creator=TrialNamer(space.name),
-                # A trial's process is the next trial's: no process start, and torch's one-off cost of
-                # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
-                reuse_actors=True,
-            ),
-            run_config=tune.RunConfig(
-                name=name,
-                storage_path=storage_path,
-                stop=stopper,
-                verbose=options.verbose,
-                callbacks=callbacks,
-                failure_config=tune.FailureConfig(max_failures=options.max_failures),
-                # No num_to_keep: Ray would delete a checkpoint the saved state may still point at.
-                checkpoint_config=tune.CheckpointConfig(
-                    checkpoint_score_attribute=space.metric,
-                    checkpoint_score_order=space.mode,
+    with _data_dir(options.data_dir):
+        data = _load_data(parts, space.name)  # a missing data root fails here, before Ray starts
+        if options.smoke:
+            _smoke(space, parts, data, options.seed, options.verbose)
+        with _interruptible(experiment_path), connect(options.cluster):
+            fits = _check_resources(space)
+            max_concurrent = options.max_concurrent or space.max_concurrent or fits
+            search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples,
+                                                      options.seed, max_concurrent)
+            # Everything `resume` needs to rebuild the trainable; Ray's own tuner.pkl keeps the rest.
+            meta = {
+                "space": space.name, "source": str(Path(space.source).resolve()) if space.source else "",
+                "model": _describe(space.model), "dataset": _describe(space.dataset),
+                "train_loop": _describe(space.train_loop), "data_dir": options.data_dir,
+                "metric": space.metric, "mode": space.mode, "params": spaces.flat_keys(space.param_space),
+                "epochs": space.epochs, "num_samples": space.num_samples, "workers": space.workers,
+                "cpus_per_worker": space.cpus_per_worker, "gpus_per_worker": space.gpus_per_worker,
+                "search": space.search, "scheduler": space.scheduler, "seed": options.seed,
+            }
+            storage.write_meta(experiment_path, meta)
+            callbacks: list[tune.Callback] = [KeepResultRows()]
+            if schedulers.retires_checkpoints(space.scheduler):
+                callbacks.append(RetireCheckpoints())
+            tuner = tune.Tuner(
+                trainable(_setup(parts, data, meta, experiment_path)),
+                param_space=param_space,
+                tune_config=tune.TuneConfig(
+                    metric=space.metric,
+                    mode=space.mode,
+                    num_samples=space.num_samples,
+                    search_alg=search_alg,
+                    scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
+                                               space.workers, space.pbt_mutable),
+                    time_budget_s=budgets.parse_duration(space.time_budget) if space.time_budget else None,
+                    trial_name_creator=TrialNamer(space.name),
+                    trial_dirname_creator=TrialNamer(space.name),
+                    # A trial's process is the next trial's: no process start, and torch's one-off cost of
+                    # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
+                    reuse_actors=True,
                 ),
-            ),
-        )
-        return Outcome(experiment_path, _fit(tuner, experiment_path, space.scheduler), space.metric, meta["params"])
+                run_config=tune.RunConfig(
+                    name=name,
+                    storage_path=storage_path,
+                    stop=stopper,
+                    verbose=options.verbose,
+                    callbacks=callbacks,
+                    failure_config=tune.FailureConfig(max_failures=options.max_failures),
+                    # No num_to_keep: Ray would delete a checkpoint the saved state may still point at.
+                    checkpoint_config=tune.CheckpointConfig(
+                        checkpoint_score_attribute=space.metric,
+                        checkpoint_score_order=space.mode,
+                    ),
+                ),
+            )
+            trials, unread = _fit(tuner, experiment_path, meta)
+            return Outcome(experiment_path, trials, space.metric, meta["params"], unread)
+
+
+def _space_of(meta: dict[str, Any], experiment_path: str) -> Space:
+    """The experiment's space module, loaded again: its code is what the trials run."""
+    source = meta.get("source") or ""
+    if not Path(source).is_file():
+        raise TunerError(f"cannot resume {experiment_path}: its space module {source or '(unknown)'} is gone; put "
+                         "it back where it was (trials run its code), or start again with `tuner run`")
+    return spaces.load(source)
 
 
 def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None) -> Outcome:
@@ -195,19 +301,23 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
     checkpoints; finished trials are kept as they are and not run again."""
     experiment_path = storage.normalize(experiment_path)
     meta = report.load_meta(experiment_path)
-    dataset = data.load(meta["dataset"], data_dir or meta["data_dir"])
+    space = _space_of(meta, experiment_path)
+    parts = _parts(space)
     if torn := saved_state.cut_short(experiment_path):
         raise TunerError(f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
                          "written when the disk filled); the results so far are kept: python -m tuner report "
                          f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`")
-    with _interruptible(experiment_path), connect(cluster):
-        if not tune.Tuner.can_restore(experiment_path):
-            raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the first "
-                             "trial was recorded); start it again with `tuner run --name <a new name>`")
-        tuner = tune.Tuner.restore(
-            experiment_path,
-            trainable=trainable(_setup(meta, dataset, experiment_path)),
-            resume_unfinished=True,
-            resume_errored=True,
-        )
-        return Outcome(experiment_path, _fit(tuner, experiment_path, meta["scheduler"]), meta["metric"], meta["params"])
+    with _data_dir(data_dir or meta["data_dir"]):
+        data = _load_data(parts, space.name)
+        with _interruptible(experiment_path), connect(cluster):
+            if not tune.Tuner.can_restore(experiment_path):
+                raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
+                                 "first trial was recorded); start it again with `tuner run --name <a new name>`")
+            tuner = tune.Tuner.restore(
+                experiment_path,
+                trainable=trainable(_setup(parts, data, meta, experiment_path)),
+                resume_unfinished=True,
+                resume_errored=True,
+            )
+            trials, unread = _fit(tuner, experiment_path, meta)
+            return Outcome(experiment_path, trials, meta["metric"], meta["params"], unread)

@@ -1,26 +1,21 @@
-"""Hyperparameters the training loop understands, with the value used when a space leaves one out.
+"""The hyperparameters tuner's own parts read, and the checks their values get before any trial starts.
 
-A key that is not listed here would be silently ignored by the loop, so space modules and `--set`
-are checked against this table: a typo such as `learning_rate` fails before any trial starts, and so
-does a value that could only crash a trial later (`batch_size=0`, a negative `lr`).
+A space may name any hyperparameter: its own model, optimizer or loop decides what a name means, and
+a name nothing reads is caught after the run (`tuner/config_reads.py`). These are the names tuner's
+loop, its default optimizer and its shipped models read. Where those parts read a name, a value that
+could only crash a trial later (`batch_size=0`, a negative `lr`, `optimizer="lion"`) fails before Ray
+starts; where the space's own code reads it, the value is the space's business.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-DEFAULTS: dict[str, Any] = {
-    "lr": 1e-3,
-    "batch_size": 64,
-    "optimizer": "adam",
-    "momentum": 0.9,  # sgd only
-    "weight_decay": 0.0,
-    "hidden": 128,  # width of the MLP / CNN classifier head
-    "channels": 32,  # CNN width
-    "dropout": 0.0,
-    "seed": None,  # None: the experiment's --seed
-}
-
-OPTIMIZERS = ("adam", "adamw", "sgd")
+LOOP = ("batch_size",)  # tuner's loop
+SEED = ("seed",)  # every trial: seeds torch, numpy and random (default: the experiment's --seed)
+OPTIMIZER = ("optimizer", "lr", "momentum", "weight_decay")  # the default optimizer
+MODEL = ("hidden", "channels", "dropout")  # the shipped models
+KNOWN = LOOP + SEED + OPTIMIZER + MODEL
+OPTIMIZERS = ("adam", "adamw", "sgd")  # what the default optimizer's `optimizer` may name
 
 
 def _number(value: Any) -> bool:
@@ -44,19 +39,24 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def checked(own_loop: bool, own_optimizer: bool, shipped_model: bool) -> set[str]:
+    """The names whose values tuner's parts read, for a space with these parts of its own."""
+    names = set(SEED)
+    if not own_loop:
+        names.update(LOOP)
+        names.update(("lr", "momentum", "weight_decay") if own_optimizer else OPTIMIZER)
+    if shipped_model:
+        names.update(MODEL)
+    return names
+
+
 def problem(key: str, value: Any) -> str | None:
-    """Why `value` can't be used for `key`, or None when it can."""
+    """Why `value` can't be used for `key`, or None when it can (or when tuner has no rule for `key`)."""
+    if key not in RULES:
+        return None
     ok, expected = RULES[key]
     try:
         valid = ok(value)
     except TypeError:  # e.g. comparing a string with a number
         valid = False
     return None if valid else f"{key} must be {expected}, not {value!r}"
-
-
-def resolve(config: dict[str, Any], experiment_seed: int) -> dict[str, Any]:
-    """The full set of hyperparameters one trial trains with."""
-    resolved = {**DEFAULTS, **config}
-    if resolved["seed"] is None:
-        resolved["seed"] = experiment_seed
-    return resolved

@@ -2,6 +2,7 @@
 without the run that made them (from another process, on a finished or interrupted experiment)."""
 
 import io
+import json
 import logging
 import math
 import sys
@@ -9,11 +10,12 @@ from typing import Any
 
 import pandas as pd
 from ray.tune import ExperimentAnalysis
+from ray.tune.result import AUTO_RESULT_KEYS, DEBUG_METRICS, DEFAULT_EXPERIMENT_INFO_KEYS, DONE, SHOULD_CHECKPOINT
 from tqdm.auto import tqdm
 
 from tuner import storage, trial_files
+from tuner.config_reads import RESULT_KEY
 from tuner.errors import TunerError
-from tuner.metrics import METRICS
 
 TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
 # PAUSED at the end of a run: HyperBand paused the trial at a rung and its bracket never filled.
@@ -34,8 +36,38 @@ def scored(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
 # Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
 # already says "not started" for those trials, so the warning is noise.
 logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
-METRIC_COLUMNS = ["epoch", *METRICS, "diverged", "world_size", "samples_per_s", "time_total_s", "reported_at",
-                  "restored_from", "restored_epoch"]
+# What a history row has besides the loop's metrics, in this order after them: facts of each report.
+RUN_COLUMNS = ["diverged", "world_size", "samples_per_s", "time_total_s", "reported_at", "restored_from",
+               "restored_epoch"]
+# Keys of a result row that Ray fills in itself (TuneReportCallback adds the Train checkpoint's path).
+RAY_KEYS = {*AUTO_RESULT_KEYS, *DEBUG_METRICS, *DEFAULT_EXPERIMENT_INFO_KEYS, DONE, SHOULD_CHECKPOINT,
+            "checkpoint_path"} - {"time_total_s"}
+
+
+def metric_names(frames: list[pd.DataFrame]) -> list[str]:
+    """The loop's own metrics across these result frames, in the order first reported."""
+    skipped = RAY_KEYS | set(RUN_COLUMNS) | {"epoch", RESULT_KEY}
+    names: dict[str, None] = {}
+    for frame in frames:
+        names.update((column, None) for column in frame.columns
+                     if column not in skipped and not column.startswith("config/"))
+    return list(names)
+
+
+def _cell(value: Any) -> Any:
+    """A config value as a table cell: lists (any JSON value that is no scalar) as their JSON text."""
+    return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
+
+
+def flat_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A trial's config with nested groups flattened as Ray flattens them in results: `group/name`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(flat_config(value, prefix=f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _analysis(experiment_path: str) -> ExperimentAnalysis:
@@ -68,10 +100,13 @@ def _error_line(trial: Any) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _history(frame: pd.DataFrame, trial_id: str, params: list[str]) -> pd.DataFrame:
+def _history(frame: pd.DataFrame, trial_id: str, params: list[str], metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per reported epoch, with the config that epoch ran under (PBT changes it over time)."""
     configs = {f"config/{key}": key for key in params}
-    history = frame.reindex(columns=[*METRIC_COLUMNS, *configs]).rename(columns=configs)
+    metrics = metric_names([frame]) if metrics is None else metrics
+    history = frame.reindex(columns=["epoch", *metrics, *RUN_COLUMNS, *configs]).rename(columns=configs)
+    for key in configs.values():
+        history[key] = history[key].map(_cell)
     history.insert(0, "trial_id", trial_id)
     # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
     history = history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
@@ -101,15 +136,16 @@ def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> 
     return STATUS.get(trial.status) or (INCOMPLETE if len(history) else NOT_STARTED)
 
 
-def _trial_row(trial: Any, history: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
+def _trial_row(trial: Any, history: pd.DataFrame, meta: dict[str, Any], metrics: list[str]) -> dict[str, Any]:
     metric, mode = meta["metric"], meta["mode"]
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": _status(trial, history, epochs_run, meta["epochs"])}
-    row.update({key: trial.config.get(key) for key in meta["params"]})
+    config = flat_config(trial.config)
+    row.update({key: _cell(config.get(key)) for key in meta["params"]})
     last = history.iloc[-1] if len(history) else None
-    for name in METRICS:
-        row[name] = float(last[name]) if last is not None else math.nan
-    scores = history[metric].astype(float)
+    for name in metrics:  # each metric's value at the trial's last epoch
+        row[name] = last[name] if last is not None else math.nan
+    scores = pd.to_numeric(history[metric], errors="coerce").astype(float)
     best = (scores.idxmax() if mode == "max" else scores.idxmin()) if scores.notna().any() else None
     row[f"best_{metric}"] = float(scores[best]) if best is not None else math.nan
     row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
@@ -124,11 +160,14 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
     recorded, frames = _recorded_trials(experiment_path, meta["space"])
+    metrics = metric_names(list(frames.values()))
+    if meta["metric"] not in metrics:
+        metrics.insert(0, meta["metric"])  # a column even before any trial reported it
     histories, rows = [], []
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
     for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
-        histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"]))
-        rows.append(_trial_row(trial, histories[-1], meta))
+        histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta["params"], metrics))
+        rows.append(_trial_row(trial, histories[-1], meta, metrics))
     trials = pd.DataFrame(rows)
     if len(trials):
         best_column = f"best_{meta['metric']}"
@@ -136,7 +175,8 @@ def build(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         trials.insert(0, "rank", range(1, len(trials) + 1))
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
-    history = pd.concat(histories, ignore_index=True) if histories else _history(pd.DataFrame(), "", meta["params"])
+    history = (pd.concat(histories, ignore_index=True) if histories
+               else _history(pd.DataFrame(), "", meta["params"], metrics))
     return trials, history
 
 

@@ -6,7 +6,8 @@ asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor
 hyperband  HyperBandScheduler with the same budget (HyperBandForBOHB under --search bohb).
 median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
 pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
-           trial's checkpoint and perturbs the optimiser hyperparameters taken from the param_space.
+           trial's checkpoint and perturbs the hyperparameters a space marks `pbt_mutable` (default:
+           those of MUTABLE it searches over).
 """
 
 from typing import Any
@@ -31,9 +32,10 @@ REDUCTION_FACTOR = 3
 MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
 
 
-def pbt_mutations(param_space: dict[str, Any]) -> dict[str, Any]:
+def pbt_mutations(param_space: dict[str, Any], mutable: list[str] | None = None) -> dict[str, Any]:
+    """What PBT may perturb: the `mutable` keys (default MUTABLE) that the space searches over."""
     mutations: dict[str, Any] = {}
-    for key in MUTABLE:
+    for key in MUTABLE if mutable is None else mutable:
         value = param_space.get(key)
         if isinstance(value, Domain):
             mutations[key] = value
@@ -42,16 +44,18 @@ def pbt_mutations(param_space: dict[str, Any]) -> dict[str, Any]:
     return mutations
 
 
-def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int) -> None:
+def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int,
+          mutable: list[str] | None = None) -> None:
     if scheduler not in SCHEDULERS:
         raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
     if search == "bohb" and scheduler not in ("fifo", "hyperband"):
         raise TunerError(f"bohb runs with its own HyperBand scheduler; drop --scheduler {scheduler} or use hyperband")
     if scheduler == "pbt":
-        if not pbt_mutations(param_space):
+        if not pbt_mutations(param_space, mutable):
+            names = ", ".join(MUTABLE if mutable is None else mutable)
             raise TunerError(
-                f"pbt has nothing to mutate: give one of {', '.join(MUTABLE)} a search domain "
-                "(tune.loguniform, tune.choice, ...) in the space"
+                f"pbt has nothing to mutate: give one of {names} a search domain "
+                "(tune.loguniform, tune.choice, ...) in the space, or list others in pbt_mutable"
             )
         if workers > 1:
             raise TunerError("pbt needs workers = 1: a DDP trial's checkpoints live in its Ray Train run, "
@@ -64,8 +68,9 @@ def retires_checkpoints(scheduler: str) -> bool:
     return scheduler != "pbt"
 
 
-def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int, workers: int) -> TrialScheduler | None:
-    check(scheduler, search, param_space, workers)
+def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int, workers: int,
+          mutable: list[str] | None = None) -> TrialScheduler | None:
+    check(scheduler, search, param_space, workers, mutable)
     if search == "bohb":
         return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "asha":
@@ -78,7 +83,7 @@ def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int,
         return PopulationBasedTraining(
             time_attr=TIME_ATTR,
             perturbation_interval=max(1, epochs // 4),
-            hyperparam_mutations=pbt_mutations(param_space),
+            hyperparam_mutations=pbt_mutations(param_space, mutable),
             quantile_fraction=0.25,
             # Synchronous, as in the PBT paper: trials are ranked at the same epoch, so who exploits
             # whom depends on the scores, not on which trial happened to report first.

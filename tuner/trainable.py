@@ -1,71 +1,86 @@
-"""The Tune function trainable: one worker trains in-process, several run DDP through Ray Train V2."""
+"""The Tune function trainable: one worker runs the trial's loop in-process, several run it as DDP
+through Ray Train V2. This is where Ray meets the loop: each runtime gives `run_trial_loop` a report
+function and the checkpoint to restore from, in its own API."""
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
+import ray
 import ray.train
 import ray.train.torch
 import torch
-import torch.distributed as dist
 from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
 
-from tuner.train import Runtime, TrialSetup, train
+from tuner.context import load_checkpoint
+from tuner.data.splits import Splits
+from tuner.trial import Parts, run_trial_loop
 
 # A DDP trial's own actor only waits on the Ray Train run; it asks for a little memory instead of
 # CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
 DRIVER_ONLY_RESOURCES = {"CPU": 0, "memory": 64 * 1024**2}
 
 
-def in_process_runtime(setup: TrialSetup) -> Runtime:
-    use_gpu = setup.gpus_per_worker > 0 and torch.cuda.is_available()
+@dataclass(frozen=True)
+class TrialSetup:
+    """What every trial of an experiment shares; the per-trial part is the hyperparameter config."""
 
-    def report(metrics: dict[str, Any], ckpt_dir: str | None) -> None:
-        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(ckpt_dir) if ckpt_dir else None)
-
-    return Runtime(
-        trial_id=tune.get_context().get_trial_id(),
-        rank=0,
-        world_size=1,
-        device=torch.device("cuda" if use_gpu else "cpu"),
-        report=report,
-        restored=tune.get_checkpoint(),
-        wrap_model=lambda model: model,
-        all_reduce=lambda tensor: tensor,
-    )
+    parts: Parts  # the space module's loop and dataset callables, pickled to every worker
+    data: ray.ObjectRef | None  # -> Splits, put in the object store once by the driver; None: per trial
+    epochs: int
+    seed: int
+    workers: int
+    cpus_per_worker: float
+    gpus_per_worker: float
+    experiment_path: str  # local path or pyarrow-fs URI of the experiment directory
 
 
-def ray_train_runtime(trial_id: str) -> Runtime:
-    context = ray.train.get_context()
+def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as directory:
+        return load_checkpoint(directory, device)
 
-    def report(metrics: dict[str, Any], ckpt_dir: str | None) -> None:
-        # Every rank must call report (it is a barrier); only rank 0 has a checkpoint to save.
-        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(ckpt_dir) if ckpt_dir else None)
 
-    def all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-        return tensor
+def _data(setup: TrialSetup) -> Splits | None:
+    return ray.get(setup.data) if setup.data is not None else None
 
-    return Runtime(
-        trial_id=trial_id,
-        rank=context.get_world_rank(),
-        world_size=context.get_world_size(),
-        device=ray.train.torch.get_device(),
-        report=report,
-        restored=ray.train.get_checkpoint(),
-        wrap_model=ray.train.torch.prepare_model,
-        all_reduce=all_reduce,
-    )
+
+def _use_cpus(setup: TrialSetup) -> None:
+    torch.set_num_threads(max(1, int(setup.cpus_per_worker)))  # concurrent trials don't oversubscribe the cores
+
+
+def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
+    _use_cpus(setup)
+    device = torch.device("cuda" if setup.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
+
+    run_trial_loop(setup.parts, config, data=_data(setup), epochs=setup.epochs, seed=setup.seed, device=device,
+                   trial_id=tune.get_context().get_trial_id(), report=report,
+                   restored=_restored(tune.get_checkpoint(), device))
 
 
 def train_worker(loop_config: dict[str, Any]) -> None:
-    """Runs on each Ray Train worker."""
-    train(loop_config["config"], loop_config["setup"], ray_train_runtime(loop_config["trial_id"]))
+    """Runs on each Ray Train worker; Ray Train has set up torch.distributed (gloo, or NCCL on GPUs)."""
+    setup: TrialSetup = loop_config["setup"]
+    _use_cpus(setup)
+    device = ray.train.torch.get_device()
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        # Every rank must call report (it is a barrier); only rank 0 has a checkpoint to save.
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
+
+    run_trial_loop(setup.parts, loop_config["config"], data=_data(setup), epochs=setup.epochs, seed=setup.seed,
+                   device=device, trial_id=loop_config["trial_id"], report=report,
+                   restored=_restored(ray.train.get_checkpoint(), device))
 
 
 def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     if setup.workers == 1:
-        train(config, setup, in_process_runtime(setup))
+        run_in_process(config, setup)
         return
     context = tune.get_context()
     trial_dir_name = os.path.basename(context.get_trial_dir())

@@ -1,4 +1,8 @@
-"""MNIST, FashionMNIST and CIFAR-10 read from a local root by torchvision's own loaders (download=False)."""
+"""MNIST, FashionMNIST and CIFAR-10 read from a local root by torchvision's own loaders (download=False).
+
+Images stay uint8 in memory (4x smaller than floats, also in Ray's object store); the shipped models
+scale and standardise them in their first layer.
+"""
 
 import os
 from pathlib import Path
@@ -7,7 +11,7 @@ import numpy as np
 import torch
 from torchvision import datasets
 
-from tuner.data.dataset import Dataset
+from tuner.data.splits import Splits
 from tuner.errors import TunerError
 
 DATA_DIR_ENV = "TUNER_DATA_DIR"
@@ -49,32 +53,27 @@ def _read(cls: type, root: Path, train: bool, where: Path):
                          "replace them with an intact copy") from None
 
 
-def _stats(x: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    scaled = x.astype(np.float64) / 255.0
-    axes = (0, 2, 3)
-    return tuple(scaled.mean(axis=axes).tolist()), tuple(np.maximum(scaled.std(axis=axes), 1e-6).tolist())
-
-
-def _idx(name: str, cls: type, folder: str, data_dir: str | None) -> Dataset:
+def _idx(cls: type, folder: str, data_dir: str | None) -> Splits:
     root = resolve_root(data_dir)
     _require(root, f"{folder}/raw", IDX_FILES)
     train = _read(cls, root, True, root / folder / "raw")
     val = _read(cls, root, False, root / folder / "raw")
-    x_train = train.data.unsqueeze(1).contiguous()
-    mean, std = _stats(x_train.numpy())
-    return Dataset(name, x_train, train.targets.long(), val.data.unsqueeze(1).contiguous(), val.targets.long(),
-                   num_classes=10, mean=mean, std=std)
+    return Splits((train.data.unsqueeze(1).contiguous(), train.targets.long()),
+                  (val.data.unsqueeze(1).contiguous(), val.targets.long()))
 
 
-def load_mnist(data_dir: str | None = None) -> Dataset:
-    return _idx("mnist", datasets.MNIST, "MNIST", data_dir)
+def mnist(*, data_dir: str | None = None) -> Splits:
+    """uint8 images (N, 1, 28, 28) and int64 labels from DIR/MNIST/raw (DIR: data_dir, else TUNER_DATA_DIR)."""
+    return _idx(datasets.MNIST, "MNIST", data_dir)
 
 
-def load_fashion_mnist(data_dir: str | None = None) -> Dataset:
-    return _idx("fashion_mnist", datasets.FashionMNIST, "FashionMNIST", data_dir)
+def fashion_mnist(*, data_dir: str | None = None) -> Splits:
+    """As `mnist`, from DIR/FashionMNIST/raw."""
+    return _idx(datasets.FashionMNIST, "FashionMNIST", data_dir)
 
 
-def load_cifar10(data_dir: str | None = None) -> Dataset:
+def cifar10(*, data_dir: str | None = None) -> Splits:
+    """uint8 images (N, 3, 32, 32) and int64 labels from DIR/cifar-10-batches-py."""
     root = resolve_root(data_dir)
     folder = _LocalCIFAR10.base_folder
     batches = tuple(name for name, _ in _LocalCIFAR10.train_list + _LocalCIFAR10.test_list)
@@ -85,6 +84,4 @@ def load_cifar10(data_dir: str | None = None) -> Dataset:
     def chw(images: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
-    mean, std = _stats(train.data.transpose(0, 3, 1, 2))
-    return Dataset("cifar10", chw(train.data), torch.tensor(train.targets).long(), chw(val.data),
-                   torch.tensor(val.targets).long(), num_classes=10, mean=mean, std=std)
+    return Splits((chw(train.data), torch.tensor(train.targets).long()), (chw(val.data), torch.tensor(val.targets).long()))

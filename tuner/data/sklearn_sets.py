@@ -5,25 +5,18 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
-from tuner.data.dataset import Dataset
+from tuner.data.splits import Splits
 
 # The split is fixed, not seeded per trial, so every trial is scored on the same validation images.
 SPLIT_SEED = 0
 
 
-def load(data_dir: str | None = None) -> Dataset:
+def digits() -> Splits:
+    """(x, y) pairs of float images (N, 1, 8, 8) in [0, 1] and int64 labels 0-9; 80 % train, 20 % val."""
     images, labels = load_digits(return_X_y=True)
     x = (images / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
     x_train, x_val, y_train, y_val = train_test_split(
         x, labels, test_size=0.2, stratify=labels, random_state=SPLIT_SEED
     )
-    return Dataset(
-        name="digits",
-        x_train=torch.from_numpy(x_train),
-        y_train=torch.from_numpy(y_train).long(),
-        x_val=torch.from_numpy(x_val),
-        y_val=torch.from_numpy(y_val).long(),
-        num_classes=10,
-        mean=(float(x_train.mean()),),
-        std=(float(x_train.std()),),
-    )
+    return Splits((torch.from_numpy(x_train), torch.from_numpy(y_train).long()),
+                  (torch.from_numpy(x_val), torch.from_numpy(y_val).long()))

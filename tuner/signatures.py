@@ -1,0 +1,35 @@
+"""Space-module callables may take fewer arguments than tuner could pass: `model(config)` or
+`model(config, data)`, `dataset()` or `dataset(config)`. This reads which, once, from the signature."""
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+def positional_range(function: Callable[..., Any]) -> tuple[int, float]:
+    """(required, accepted) positional arguments; accepted is infinite with *args. (0, inf) when the
+    signature cannot be read (some builtins), so the call itself decides."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 0, float("inf")
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(p.default is p.empty for p in positional)
+    required_keywords = [p for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if required_keywords:
+        return required + 10**6, 0  # never callable positionally: reported as a mismatch
+    accepted = float("inf") if any(p.kind == p.VAR_POSITIONAL for p in parameters) else len(positional)
+    return required, accepted
+
+
+def takes(function: Callable[..., Any], counts: tuple[int, ...]) -> int | None:
+    """The largest of `counts` that `function` can be called with positionally, or None."""
+    required, accepted = positional_range(function)
+    fitting = [n for n in counts if required <= n <= accepted]
+    return max(fitting) if fitting else None
+
+
+def call(function: Callable[..., Any], *args: Any) -> Any:
+    """`function` called with as many of `args` as it takes (the leading ones)."""
+    count = takes(function, tuple(range(len(args) + 1)))
+    return function(*args[: count if count is not None else len(args)])
