@@ -98,6 +98,17 @@ def own_net() -> torch.nn.Module:
                                torch.nn.Linear(16 * 64, 10))
 
 
+def own_epoch(net: torch.nn.Module, optimizer: torch.optim.Optimizer, x_train: torch.Tensor, y_train: torch.Tensor,
+              batch_size: int) -> None:
+    """One epoch of the user's loop as they wrote it before tuner: shuffled slices, a step each."""
+    order = torch.randperm(len(y_train))
+    for i in range(0, len(y_train), batch_size):
+        index = order[i:i + batch_size]
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(net(x_train[index]), y_train[index]).backward()
+        optimizer.step()
+
+
 def own_loop_bare(epochs: int) -> dict[str, float]:
     """(e): the user's loop as the script they had before tuner: shuffled slices, SGD, an evaluation."""
     (x_train, y_train), val = data.digits()
@@ -107,12 +118,7 @@ def own_loop_bare(epochs: int) -> dict[str, float]:
     optimizer = torch.optim.SGD(net.parameters(), lr=CONFIG["lr"], momentum=0.9)
     epoch_ends = []
     for _ in range(epochs):
-        order = torch.randperm(len(y_train))
-        for i in range(0, len(y_train), CONFIG["batch_size"]):
-            index = order[i:i + CONFIG["batch_size"]]
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(net(x_train[index]), y_train[index]).backward()
-            optimizer.step()
+        own_epoch(net, optimizer, x_train, y_train, CONFIG["batch_size"])
         evaluate(net, val)
         epoch_ends.append(time.perf_counter())
     return {"epoch_samples_per_s": median_epoch(len(y_train), epoch_ends)}
@@ -145,12 +151,7 @@ def own_loop_by_hand(config: dict[str, Any]) -> None:
     net = own_net()
     optimizer = torch.optim.SGD(net.parameters(), lr=config["lr"], momentum=0.9)
     for _ in range(config["epochs"]):
-        order = torch.randperm(len(y_train))
-        for i in range(0, len(y_train), config["batch_size"]):
-            index = order[i:i + config["batch_size"]]
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(net(x_train[index]), y_train[index]).backward()
-            optimizer.step()
+        own_epoch(net, optimizer, x_train, y_train, config["batch_size"])
         accuracy = evaluate(net, val)
         with tempfile.TemporaryDirectory() as directory:
             torch.save({"net": net.state_dict()}, f"{directory}/checkpoint.pt")

@@ -1,8 +1,11 @@
 import faulthandler
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,6 +68,22 @@ def run_tuner(*args: str, cwd: Path, timeout: float = 300,
     """`python -m tuner ...` in a fresh process, as a user runs it; `env` adds variables."""
     command, full_env = tuner_command(*args, env=env)
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: float = 180) -> None:
+    """`python -m tuner ...` started as a user would, SIGKILLed with every Ray process it started as soon
+    as `ready()`; fails if the run ends or stalls before that."""
+    command, env = tuner_command(*args)
+    driver = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
+            time.sleep(0.3)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+        driver.wait(timeout=30)
 
 
 def free_port() -> int:

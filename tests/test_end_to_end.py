@@ -3,17 +3,14 @@
 import itertools
 import json
 import os
-import signal
-import subprocess
 import textwrap
-import time
 
 import nbformat
 import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import REPO, TINY_GRID, run_tuner, tuner_command
+from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
 from tuner import analysis
 
 pytestmark = pytest.mark.slow
@@ -191,17 +188,8 @@ def test_report_on_a_killed_experiment(workdir):
     """The driver SIGKILLed mid-run: what Ray recorded is still reported, nothing is invented."""
     (workdir / "long.py").write_text(textwrap.dedent(TINY_GRID).replace("epochs = 2", "epochs = 400"))
     experiment = workdir / "results" / "killed"
-    command, env = tuner_command("run", "long.py", "--storage-path", "results", "--name", "killed")
-    driver = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while not (list(experiment.glob("experiment_state-*.json")) and _epochs_recorded(experiment) >= 5):
-            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
-            time.sleep(0.5)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
-        driver.wait(timeout=30)
+    run_killed_when(lambda: bool(list(experiment.glob("experiment_state-*.json"))) and _epochs_recorded(experiment) >= 5,
+                    "run", "long.py", "--storage-path", "results", "--name", "killed", cwd=workdir)
     assert not (experiment / "trials.csv").exists()  # the run never got to write its report
 
     result = run_tuner("report", str(experiment), cwd=workdir)

@@ -1,10 +1,6 @@
 """A space module's own code through real runs: own model, data and metrics, own loop, DDP, PBT, resume."""
 
-import os
-import signal
-import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -12,10 +8,12 @@ import pytest
 import ray
 import torch
 
-from tests.conftest import run_tuner, tuner_command
+from tests.conftest import run_killed_when, run_tuner
 from tuner import space as spaces
 from tuner import storage
-from tuner.experiment import RunOptions, run
+from tuner.experiment import RunOptions, _parts, run
+from tuner.report import RUN_COLUMNS, metric_names
+from tuner.smoke import smoke_test
 
 pytestmark = pytest.mark.slow
 
@@ -97,15 +95,19 @@ param_space = {"width": 16, "batch_size": 16, "learning_rate": 0.02}
 def test_a_users_model_trains_with_ddp_and_the_unread_key_is_named(tmp_path):
     (tmp_path / "wine_f1.py").write_text(textwrap.dedent(DDP_SPACE))
     space = spaces.load(str(tmp_path / "wine_f1.py"))
-    one, one_trials, one_history = run_here(space, tmp_path / "results", "one")
     two, two_trials, two_history = run_here(space.with_overrides(workers=2), tmp_path / "results", "two")
-    assert two_history["world_size"].tolist() == [2, 2, 2] and one_history["world_size"].tolist() == [1, 1, 1]
-    assert list(two_history.columns) == list(one_history.columns)  # the same metrics, whatever the world size
-    assert list(two_trials.columns) == list(one_trials.columns)
+    assert two_history["world_size"].tolist() == [2, 2, 2]
     assert two_history["val_f1"].between(0.5, 1.0).all()
-    for outcome in (one, two):  # read through the DDP path too: rank 0's report carries the names
-        assert outcome.unread is not None and "learning_rate (did you mean lr?)" in outcome.unread
-        assert "learning_rate" in storage.read_meta(outcome.experiment_path)["unread_params_warning"]
+    # The same metrics as the loop reports in one process (the smoke step's first report, run again here).
+    parts = _parts(space)
+    first = smoke_test(parts, {"width": 16, "batch_size": 16, "learning_rate": 0.02}, data=parts.load_data(),
+                       epochs=1, seed=0, device=torch.device("cpu"), space="wine_f1").metrics
+    two_metrics = [c for c in two_history.columns if c not in {"trial_id", "epoch", *RUN_COLUMNS, *two.params}]
+    assert two_metrics == metric_names([pd.DataFrame([first])]) == ["train_loss", "val_loss", "val_f1"]
+    assert {"val_f1", "val_loss", "train_loss", "best_val_f1"} <= set(two_trials.columns)
+    # The keys read come through the DDP path too: rank 0's report carries them.
+    assert two.unread is not None and "learning_rate (did you mean lr?)" in two.unread
+    assert "learning_rate" in storage.read_meta(two.experiment_path)["unread_params_warning"]
 
 
 PBT_SPACE = """
@@ -190,17 +192,8 @@ def _epochs_checkpointed(experiment: Path) -> int:
 def test_a_killed_driver_then_resume_on_an_own_loop_space_loses_no_epoch(tmp_path):
     (tmp_path / "long_loop.py").write_text(textwrap.dedent(RESUMABLE))
     experiment = tmp_path / "results" / "killed"
-    command, env = tuner_command("run", "long_loop.py", "--storage-path", "results", "--name", "killed")
-    driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while not (list(experiment.glob("experiment_state-*.json")) and _epochs_checkpointed(experiment) >= 8):
-            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
-            time.sleep(0.3)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
-        driver.wait(timeout=30)
+    run_killed_when(lambda: bool(list(experiment.glob("experiment_state-*.json"))) and _epochs_checkpointed(experiment) >= 8,
+                    "run", "long_loop.py", "--storage-path", "results", "--name", "killed", cwd=tmp_path)
 
     result = run_tuner("resume", str(experiment), cwd=tmp_path, timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]

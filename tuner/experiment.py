@@ -22,7 +22,7 @@ from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
 from tuner.config_reads import RESULT_KEY, reads_of, unread_warning
 from tuner.data.splits import Splits
-from tuner.data.torchvision_sets import DATA_DIR_ENV
+from tuner.data import DATA_DIR_ENV
 from tuner.errors import Interrupted, TunerError
 from tuner.smoke import check_reported, smoke_test
 from tuner.space import Space

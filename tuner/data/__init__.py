@@ -11,6 +11,7 @@ from typing import Any
 
 from tuner.lazy import resolve
 
+DATA_DIR_ENV = "TUNER_DATA_DIR"  # where the torchvision sets' root is, unless given; set by --data-dir
 DATASETS: dict[str, str] = {
     "digits": "tuner.data.sklearn_sets:digits",
     "mnist": "tuner.data.torchvision_sets:mnist",

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from torchvision import datasets
 
+from tuner.data import DATA_DIR_ENV
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
 
-DATA_DIR_ENV = "TUNER_DATA_DIR"
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
