@@ -29,11 +29,12 @@ import ray.train
 import torch
 from ray.train.torch import TorchTrainer
 
+from tuner.data import DATASETS
 from tuner.data.splits import Splits
 from tuner.lazy import resolve
-from tuner.data import DATASETS
 from tuner.trainable import TrialSetup, train_worker
 from tuner.trial import Parts, run_trial_loop
+
 
 @dataclass(frozen=True)
 class Measurement:

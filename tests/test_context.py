@@ -18,8 +18,8 @@ from tests.conftest import REPO, free_port
 from tuner.config_reads import ReadTrackingConfig
 from tuner.context import TrialContext, load_checkpoint
 from tuner.data.splits import Splits
-from tuner.metrics import Evaluation
 from tuner.losses import default_loss
+from tuner.metrics import Evaluation
 
 CPU = torch.device("cpu")
 N = 23  # not a multiple of the world size or of the batch sizes below

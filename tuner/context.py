@@ -17,6 +17,7 @@ import numbers
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,11 @@ def load_checkpoint(directory: str, device: torch.device) -> dict[str, Any]:
     """What `TrialContext.report` saved: {"state": the loop's checkpoint, "epoch", "trial_id"}."""
     # weights_only=False: the state is the loop's own objects (any picklable), written by tuner itself.
     return torch.load(Path(directory) / CHECKPOINT_FILE, map_location=device, weights_only=False)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on GPU (no loss scaling needed); full precision on CPU."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
 
 
 def to_device(batch: Any, device: torch.device) -> Any:

@@ -16,13 +16,21 @@ import torch
 from ray import tune
 from ray.tune.search.variant_generator import generate_variants
 
-from tuner import budgets, hyperparameters, report, saved_state, schedulers, searchers, storage
+from tuner import (
+    budgets,
+    hyperparameters,
+    report,
+    saved_state,
+    schedulers,
+    searchers,
+    storage,
+)
 from tuner import space as spaces
 from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
 from tuner.config_reads import RESULT_KEY, reads_of, unread_warning
-from tuner.data.splits import Splits
 from tuner.data import DATA_DIR_ENV
+from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.smoke import check_reported, smoke_test
 from tuner.space import Space

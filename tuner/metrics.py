@@ -12,13 +12,12 @@ Without `metrics`, the loop reports `val_loss`, plus `val_acc` for class labels.
 
 import copy
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
 from typing import Any
 
 import torch
 from torch import nn
 
-from tuner.context import TrialContext
+from tuner.context import TrialContext, autocast
 from tuner.data.splits import Split
 from tuner.losses import is_class_labels, matched, one_logit_per_sample
 
@@ -36,11 +35,6 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def is_torchmetric(value: Any) -> bool:
     """A torchmetrics Metric (or anything with its update/compute/reset protocol)."""
     return all(callable(getattr(value, name, None)) for name in ("update", "compute", "reset"))
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on GPU (no loss scaling needed); full precision on CPU."""
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
 
 
 def batch_size_of(batch: Any) -> int:

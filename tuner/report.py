@@ -10,7 +10,13 @@ from typing import Any
 
 import pandas as pd
 from ray.tune import ExperimentAnalysis
-from ray.tune.result import AUTO_RESULT_KEYS, DEBUG_METRICS, DEFAULT_EXPERIMENT_INFO_KEYS, DONE, SHOULD_CHECKPOINT
+from ray.tune.result import (
+    AUTO_RESULT_KEYS,
+    DEBUG_METRICS,
+    DEFAULT_EXPERIMENT_INFO_KEYS,
+    DONE,
+    SHOULD_CHECKPOINT,
+)
 from tqdm.auto import tqdm
 
 from tuner import storage, trial_files

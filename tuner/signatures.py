@@ -6,25 +6,18 @@ from collections.abc import Callable
 from typing import Any
 
 
-def positional_range(function: Callable[..., Any]) -> tuple[int, float]:
-    """(required, accepted) positional arguments; accepted is infinite with *args. (0, inf) when the
-    signature cannot be read (some builtins), so the call itself decides."""
+def takes(function: Callable[..., Any], counts: tuple[int, ...]) -> int | None:
+    """The largest of `counts` that `function` can be called with positionally, or None. A signature
+    Python cannot read (some builtins) gets the largest: the call itself will say if it does not fit."""
     try:
-        parameters = inspect.signature(function).parameters.values()
+        parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
-        return 0, float("inf")
+        return max(counts)
+    if any(p.kind == p.KEYWORD_ONLY and p.default is p.empty for p in parameters):
+        return None  # a required keyword-only argument: tuner never passes one
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = sum(p.default is p.empty for p in positional)
-    required_keywords = [p for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
-    if required_keywords:
-        return required + 10**6, 0  # never callable positionally: reported as a mismatch
     accepted = float("inf") if any(p.kind == p.VAR_POSITIONAL for p in parameters) else len(positional)
-    return required, accepted
-
-
-def takes(function: Callable[..., Any], counts: tuple[int, ...]) -> int | None:
-    """The largest of `counts` that `function` can be called with positionally, or None."""
-    required, accepted = positional_range(function)
     fitting = [n for n in counts if required <= n <= accepted]
     return max(fitting) if fitting else None
 

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from tuner.context import TrialContext
+from tuner.context import TrialContext, autocast
 from tuner.losses import default_loss
-from tuner.metrics import Evaluation, MetricsSpec, autocast, batch_size_of
+from tuner.metrics import Evaluation, MetricsSpec, batch_size_of
 from tuner.optimizers import default_optimizer, load_optimizer_state
 from tuner.signatures import call
 

@@ -11,8 +11,8 @@ import torch
 
 from tuner.config_reads import ReadTrackingConfig
 from tuner.context import ReportFn, TrialContext
-from tuner.data.splits import Splits
 from tuner.data import DATASETS
+from tuner.data.splits import Splits
 from tuner.lazy import resolve
 from tuner.metrics import MetricsSpec
 from tuner.models import MODELS
