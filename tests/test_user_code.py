@@ -45,10 +45,12 @@ FAILING = """
 import torch
 from ray import tune
 
+from fragile_helpers import breaks  # a module beside the space's: it reaches the workers with it
+
 def train_loop(config, ctx):
     for epoch in range(ctx.start_epoch, ctx.epochs + 1):
         if config["fragile"] and epoch == 2:
-            raise ArithmeticError("the fragile config breaks in epoch 2")
+            breaks()
         ctx.report({"score": float(epoch)})
 
 metric, mode = "score", "max"
@@ -59,13 +61,15 @@ param_space = {"fragile": tune.grid_search([False, True])}
 
 def test_a_trial_whose_code_raises_is_an_error_with_its_traceback_and_the_others_go_on(tmp_path):
     (tmp_path / "fragile.py").write_text(textwrap.dedent(FAILING))
+    (tmp_path / "fragile_helpers.py").write_text(
+        'def breaks():\n    raise ArithmeticError("the fragile config breaks in epoch 2")\n')
     outcome, trials, _ = run_here(spaces.load(str(tmp_path / "fragile.py")), tmp_path, "fragile", max_failures=0)
     by_config = trials.set_index("fragile")
     assert by_config.loc[False, "status"] == "finished" and by_config.loc[False, "epochs"] == 3
     assert by_config.loc[True, "status"] == "error" and by_config.loc[True, "epochs"] == 1
     assert by_config.loc[True, "error"] == "ArithmeticError: the fragile config breaks in epoch 2"
     error_text = (Path(by_config.loc[True, "trial_dir"]) / "error.txt").read_text()
-    assert 'fragile.py", line' in error_text and 'raise ArithmeticError' in error_text  # the user's own frame
+    assert 'fragile.py", line' in error_text and 'fragile_helpers.py", line' in error_text  # the user's own frames
 
 
 DDP_SPACE = """
@@ -122,7 +126,7 @@ from tuner.optimizers import load_optimizer_state
 dataset = digits
 
 def digest(net):
-    return float(sum(p.double().abs().sum() for p in net.parameters()))
+    return float(sum(p.detach().double().abs().sum() for p in net.parameters()))
 
 def train_loop(config, ctx):
     train, val = ctx.data
