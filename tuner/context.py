@@ -34,9 +34,6 @@ CHECKPOINT_FILE = "checkpoint.pt"
 # What a report function receives: the epoch's metrics, and on rank 0 a directory holding the
 # checkpoint (None when there is none); it must copy what it keeps, the directory goes afterwards.
 ReportFn = Callable[[dict[str, Any], str | None], None]
-# Result keys that describe a report rather than score the model: never offered as metrics to rank by.
-BOOKKEEPING = ("epoch", "world_size", "reported_at", RESULT_KEY, "restored_from", "restored_epoch",
-               "samples_per_s", "diverged")
 
 
 def load_checkpoint(directory: str, device: torch.device) -> dict[str, Any]:

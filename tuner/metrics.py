@@ -20,6 +20,7 @@ from torch import nn
 from tuner.context import TrialContext, autocast
 from tuner.data.splits import Split
 from tuner.losses import is_class_labels, matched, one_logit_per_sample
+from tuner.signatures import is_torchmetric
 
 EVAL_BATCH = 1024
 MetricsSpec = Callable[[torch.Tensor, Any], Mapping[str, Any]] | Mapping[str, Any] | None
@@ -30,11 +31,6 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     if one_logit_per_sample(outputs, targets):
         return ((matched(outputs, targets) > 0) == targets.bool()).double().mean()
     return (outputs.argmax(dim=1) == targets).double().mean()  # double: a count of n stays exact
-
-
-def is_torchmetric(value: Any) -> bool:
-    """A torchmetrics Metric (or anything with its update/compute/reset protocol)."""
-    return all(callable(getattr(value, name, None)) for name in ("update", "compute", "reset"))
 
 
 def batch_size_of(batch: Any) -> int:

@@ -20,7 +20,7 @@ from ray.tune.result import (
 from tqdm.auto import tqdm
 
 from tuner import storage, trial_files
-from tuner.config_reads import RESULT_KEY
+from tuner.result_keys import BOOKKEEPING
 from tuner.errors import TunerError
 
 TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
@@ -47,12 +47,12 @@ RUN_COLUMNS = ["diverged", "world_size", "samples_per_s", "time_total_s", "repor
                "restored_epoch"]
 # Keys of a result row that Ray fills in itself (TuneReportCallback adds the Train checkpoint's path).
 RAY_KEYS = {*AUTO_RESULT_KEYS, *DEBUG_METRICS, *DEFAULT_EXPERIMENT_INFO_KEYS, DONE, SHOULD_CHECKPOINT,
-            "checkpoint_path"} - {"time_total_s"}
+            "checkpoint_path"}
 
 
 def metric_names(frames: list[pd.DataFrame]) -> list[str]:
     """The loop's own metrics across these result frames, in the order first reported."""
-    skipped = RAY_KEYS | set(RUN_COLUMNS) | {"epoch", RESULT_KEY}
+    skipped = RAY_KEYS | set(BOOKKEEPING)
     names: dict[str, None] = {}
     for frame in frames:
         names.update((column, None) for column in frame.columns

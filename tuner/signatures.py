@@ -1,5 +1,6 @@
 """Space-module callables may take fewer arguments than tuner could pass: `model(config)` or
-`model(config, data)`, `dataset()` or `dataset(config)`. This reads which, once, from the signature."""
+`model(config, data)`, `dataset()` or `dataset(config)`. This reads which, once, from the signature,
+and tells a torchmetrics Metric from a metric function, without importing torch."""
 
 import inspect
 from collections.abc import Callable
@@ -26,3 +27,8 @@ def call(function: Callable[..., Any], *args: Any) -> Any:
     """`function` called with as many of `args` as it takes (the leading ones)."""
     count = takes(function, tuple(range(len(args) + 1)))
     return function(*args[: count if count is not None else len(args)])
+
+
+def is_torchmetric(value: Any) -> bool:
+    """A torchmetrics Metric (or anything with its update/compute/reset protocol)."""
+    return all(callable(getattr(value, name, None)) for name in ("update", "compute", "reset"))

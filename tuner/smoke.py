@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from tuner.context import BOOKKEEPING
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
+from tuner.result_keys import BOOKKEEPING
 from tuner.trial import Parts, run_trial_loop
 from tuner.user_traceback import UserCodeError
 

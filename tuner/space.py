@@ -26,7 +26,7 @@ from tuner import budgets, hyperparameters, schedulers, searchers
 from tuner.data import DATASETS
 from tuner.errors import TunerError
 from tuner.models import MODELS
-from tuner.signatures import takes
+from tuner.signatures import is_torchmetric, takes
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 REQUIRED = ("metric", "mode", "param_space")
@@ -175,8 +175,8 @@ def _check_metrics(space: Space) -> None:
         for name, value in metrics.items():
             if not isinstance(name, str):
                 _fail(space, f"metrics keys are the names reported; {name!r} is not a string")
-            if all(callable(getattr(value, m, None)) for m in ("update", "compute", "reset")):
-                continue  # a torchmetrics Metric
+            if is_torchmetric(value):
+                continue
             if not callable(value):
                 _fail(space, f"metrics[{name!r}] must be a torchmetrics Metric or a function (outputs, targets), "
                              f"not {value!r}")
