@@ -177,7 +177,8 @@ def test_two_worker_ddp_trial_on_uri_storage(workdir):
     assert history["val_acc"].between(0.3, 1.0).all()
     trials = pd.read_csv(experiment / "trials.csv")
     assert len(trials) == 1 and trials.loc[0, "status"] == "finished"
-    assert list(experiment.glob("ddp_runs/*/checkpoint_*/checkpoint.pt"))  # rank 0's per-epoch checkpoints
+    assert list(experiment.glob("*/checkpoint_*/checkpoint.pt"))  # rank 0's checkpoints, kept by Tune
+    assert not list(experiment.glob("train_runs/*"))  # Ray Train's staging runs are gone
 
 
 def _epochs_recorded(experiment) -> int:

@@ -34,7 +34,7 @@ def test_unknown_names():
     with pytest.raises(TunerError, match="unknown search 'sobol'"):
         searchers.check("sobol", SPACE)
     with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
-        schedulers.check("pb2", "grid", SPACE, workers=1)
+        schedulers.check("pb2", "grid", SPACE)
 
 
 def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
@@ -79,27 +79,25 @@ def test_pbt_mutates_what_the_space_marks_mutable():
     assert set(schedulers.pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
     assert "ema_decay" not in schedulers.pbt_mutations(space)  # the default list knows only tuner's names
     with pytest.raises(TunerError, match="pbt has nothing to mutate: give one of ema_decay a search domain"):
-        schedulers.check("pbt", "grid", {"ema_decay": 0.99}, workers=1, mutable=["ema_decay"])
+        schedulers.check("pbt", "grid", {"ema_decay": 0.99}, mutable=["ema_decay"])
 
 
-def test_pbt_without_anything_to_mutate_or_with_ddp():
+def test_pbt_without_anything_to_mutate():
     with pytest.raises(TunerError, match="pbt has nothing to mutate"):
-        schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1}, workers=1)
-    with pytest.raises(TunerError, match="pbt needs workers = 1"):
-        schedulers.check("pbt", "grid", SPACE, workers=2)
+        schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1})
 
 
 def test_bohb_brings_its_own_scheduler():
     with pytest.raises(TunerError, match="bohb runs with its own HyperBand scheduler"):
-        schedulers.check("asha", "bohb", SPACE, workers=1)
-    assert type(schedulers.build("fifo", "bohb", SPACE, epochs=9, workers=1)).__name__ == "HyperBandForBOHB"
+        schedulers.check("asha", "bohb", SPACE)
+    assert type(schedulers.build("fifo", "bohb", SPACE, epochs=9)).__name__ == "HyperBandForBOHB"
 
 
 def test_scheduler_budgets_follow_the_epochs():
-    asha = schedulers.build("asha", "random", SPACE, epochs=27, workers=1)
+    asha = schedulers.build("asha", "random", SPACE, epochs=27)
     assert (asha._max_t, asha._reduction_factor) == (27, 3)
-    assert schedulers.build("fifo", "grid", SPACE, epochs=5, workers=1) is None
-    pbt = schedulers.build("pbt", "grid", SPACE, epochs=12, workers=1)
+    assert schedulers.build("fifo", "grid", SPACE, epochs=5) is None
+    pbt = schedulers.build("pbt", "grid", SPACE, epochs=12)
     assert pbt._perturbation_interval == 3
 
 

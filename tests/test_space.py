@@ -54,7 +54,7 @@ def test_missing_path():
     [
         ('model = "transformer"', "model 'transformer' is unknown"),
         ('dataset = "imagenet"', "dataset 'imagenet' is unknown"),
-        ('model = ["mlp"]', "model must be a shipped name \\(mlp, cnn, resnet18\\) or a function model\\(config\\)"),
+        ('model = ["mlp"]', "model must be a shipped name \\(mlp, cnn, resnet18, resnet50\\) or a function model\\(config\\)"),
         ("model = lambda: None", "model is <lambda>\\(\\); define it as model\\(config\\) or model\\(config, data\\)"),
         ("dataset = lambda config, extra: None", "dataset is <lambda>\\(config, extra\\); define it as dataset\\(\\) or"),
         ("loss = 3", "loss must be a function loss\\(outputs, targets\\), not 3"),

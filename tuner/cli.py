@@ -73,7 +73,9 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--space", {"dest": "space_name", "help": f"a space name from search_spaces/ (default {DEFAULT_SPACE})"}),
     ("--num-samples", {"type": _positive}),
     ("--epochs", {"type": _positive}),
-    ("--workers", {"type": _positive, "help": "DDP workers per trial"}),
+    ("--workers", {"type": _positive, "help": "Ray Train workers per trial (ddp, fsdp, pipeline)"}),
+    ("--parallel", {"help": "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline (default: "
+                            "the space's, else ddp)"}),
     ("--cpus-per-worker", {"type": _non_negative_number}),
     ("--gpus-per-worker", {"type": _non_negative_number}),
     ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
@@ -145,6 +147,7 @@ def _space(args: argparse.Namespace) -> spaces.Space:
         num_samples=args.num_samples,
         epochs=args.epochs,
         workers=args.workers,
+        parallel=args.parallel,
         cpus_per_worker=args.cpus_per_worker,
         gpus_per_worker=args.gpus_per_worker,
         search=args.search,

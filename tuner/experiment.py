@@ -19,6 +19,7 @@ from ray.tune.search.variant_generator import generate_variants
 from tuner import (
     budgets,
     hyperparameters,
+    parallel,
     report,
     saved_state,
     schedulers,
@@ -77,6 +78,9 @@ class Outcome:
 def _check_resources(space: Space) -> int:
     """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
     cluster = ray.cluster_resources()
+    if space.parallel == "dp" and not cluster.get("GPU"):
+        raise TunerError("parallel = 'dp' runs nn.DataParallel over GPUs, and the Ray cluster has none; use "
+                         "--parallel ddp --workers N to train one trial over several CPU processes")
     fits = math.inf
     for resource, per_worker, flag in (("CPU", space.cpus_per_worker, "--cpus-per-worker"),
                                        ("GPU", space.gpus_per_worker, "--gpus-per-worker")):
@@ -102,6 +106,7 @@ def _setup(parts: Parts, data: Splits | None, meta: dict[str, Any], experiment_p
         cpus_per_worker=meta["cpus_per_worker"],
         gpus_per_worker=meta["gpus_per_worker"],
         experiment_path=experiment_path,
+        parallel=meta.get("parallel", parallel.DEFAULT),  # experiments from before `parallel` were ddp
     )
 
 
@@ -147,8 +152,10 @@ def first_config(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
 def _smoke(space: Space, parts: Parts, data: Splits | None, seed: int, verbose: int) -> None:
     use_gpu = space.gpus_per_worker > 0 and torch.cuda.is_available()
     config = first_config(space.param_space, seed)
+    # One process: ddp and fsdp run unwrapped, pipeline as one stage of all its layers; dp needs a GPU here.
+    strategy = space.parallel if use_gpu or space.parallel != "dp" else parallel.DEFAULT
     result = smoke_test(parts, config, data=data, epochs=space.epochs, seed=seed,
-                        device=torch.device("cuda" if use_gpu else "cpu"), space=space.name)
+                        device=torch.device("cuda" if use_gpu else "cpu"), space=space.name, parallel=strategy)
     check_reported(space.name, result.metrics, space.metric)
     if space.stop:
         check_reported(space.name, result.metrics, budgets.parse_stop(space.stop).metric, what="stop condition's metric")
@@ -253,6 +260,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 "train_loop": _describe(space.train_loop), "data_dir": options.data_dir,
                 "metric": space.metric, "mode": space.mode, "params": spaces.flat_keys(space.param_space),
                 "epochs": space.epochs, "num_samples": space.num_samples, "workers": space.workers,
+                "parallel": space.parallel,
                 "cpus_per_worker": space.cpus_per_worker, "gpus_per_worker": space.gpus_per_worker,
                 "search": space.search, "scheduler": space.scheduler, "seed": options.seed,
             }
@@ -269,7 +277,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                     num_samples=space.num_samples,
                     search_alg=search_alg,
                     scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
-                                               space.workers, space.pbt_mutable),
+                                               space.pbt_mutable),
                     time_budget_s=budgets.parse_duration(space.time_budget) if space.time_budget else None,
                     trial_name_creator=TrialNamer(space.name),
                     trial_dirname_creator=TrialNamer(space.name),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from tuner.context import TrialContext, autocast
@@ -51,6 +52,16 @@ def _one_number(name: str, value: Any, device: torch.device) -> torch.Tensor:
     return number.reshape(())
 
 
+def _names_on_every_rank(names: set[str], ctx: TrialContext) -> set[str]:
+    """The metric names any rank computed: a rank without outputs (a pipeline stage before the last, a
+    rank without validation samples) knows none, yet must sum the same vector as the others."""
+    if ctx.world_size == 1:
+        return names
+    everyone: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(everyone, names)
+    return set().union(*everyone)
+
+
 class Evaluation:
     """Scores a model on a validation split: `val_loss` and the space's metrics (or `val_acc`)."""
 
@@ -80,8 +91,9 @@ class Evaluation:
 
     @torch.no_grad()
     def __call__(self, model: nn.Module, split: Split, ctx: TrialContext) -> dict[str, float]:
-        """Every metric over the whole split. Use the unwrapped model: ranks may hold different numbers
-        of batches, and a DDP forward waits for all of them."""
+        """Every metric over the whole split, with `ctx.evaluation_model` of the trained model. A forward
+        that gives None (a pipeline stage before the last) or a batch of no samples (a rank that ran out
+        of batches before the others, under FSDP) adds nothing to the sums."""
         was_training = model.training
         model.eval()
         sums: dict[str, torch.Tensor] = {}
@@ -89,16 +101,19 @@ class Evaluation:
         for x, y in ctx.batches(split, EVAL_BATCH, shuffle=False):
             with autocast(ctx.device):
                 outputs = model(x)
-            outputs = outputs.float() if isinstance(outputs, torch.Tensor) else outputs
             n = batch_size_of(y)
+            if outputs is None or n == 0:
+                continue
+            outputs = outputs.float() if isinstance(outputs, torch.Tensor) else outputs
             for name, value in self._batch_means(outputs, y).items():
                 total = _one_number(name, value, ctx.device) * n
                 sums[name] = sums[name] + total if name in sums else total
             for metric in self.torchmetrics.values():
                 metric.update(outputs, y)
             count += n
-        names = sorted(sums)  # the same order on every rank
-        totals = ctx.all_reduce(torch.stack([*(sums[name].detach() for name in names),
+        names = sorted(_names_on_every_rank(set(sums), ctx))  # the same names in the same order on every rank
+        zero = torch.zeros((), dtype=torch.float64, device=ctx.device)
+        totals = ctx.all_reduce(torch.stack([*(sums.get(name, zero).detach() for name in names),
                                              torch.tensor(float(count), dtype=torch.float64, device=ctx.device)]))
         results = {name: float(totals[i] / totals[-1]) for i, name in enumerate(names)}
         for name, metric in self.torchmetrics.items():

@@ -44,8 +44,7 @@ def pbt_mutations(param_space: dict[str, Any], mutable: list[str] | None = None)
     return mutations
 
 
-def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int,
-          mutable: list[str] | None = None) -> None:
+def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: list[str] | None = None) -> None:
     if scheduler not in SCHEDULERS:
         raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
     if search == "bohb" and scheduler not in ("fifo", "hyperband"):
@@ -57,9 +56,6 @@ def check(scheduler: str, search: str, param_space: dict[str, Any], workers: int
                 f"pbt has nothing to mutate: give one of {names} a search domain "
                 "(tune.loguniform, tune.choice, ...) in the space, or list others in pbt_mutable"
             )
-        if workers > 1:
-            raise TunerError("pbt needs workers = 1: a DDP trial's checkpoints live in its Ray Train run, "
-                             "where Tune cannot hand them to another trial")
 
 
 def retires_checkpoints(scheduler: str) -> bool:
@@ -68,9 +64,9 @@ def retires_checkpoints(scheduler: str) -> bool:
     return scheduler != "pbt"
 
 
-def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int, workers: int,
+def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int,
           mutable: list[str] | None = None) -> TrialScheduler | None:
-    check(scheduler, search, param_space, workers, mutable)
+    check(scheduler, search, param_space, mutable)
     if search == "bohb":
         return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "asha":

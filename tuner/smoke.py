@@ -31,7 +31,7 @@ class SmokeResult:
 
 
 def smoke_test(parts: Parts, config: dict[str, Any], *, data: Splits | None, epochs: int, seed: int,
-               device: torch.device, space: str) -> SmokeResult:
+               device: torch.device, space: str, parallel: str = "ddp") -> SmokeResult:
     """Runs the loop until its first report; raises UserCodeError (with the user's traceback) if the
     space's code raises, TunerError if it returns without reporting."""
     reports: list[dict[str, Any]] = []
@@ -43,7 +43,7 @@ def smoke_test(parts: Parts, config: dict[str, Any], *, data: Splits | None, epo
     started = time.perf_counter()
     try:
         run_trial_loop(parts, config, data=data, epochs=epochs, seed=seed, device=device, trial_id="smoke",
-                       report=report, max_batches=1)
+                       report=report, max_batches=1, parallel=parallel)
     except _FirstReport:
         pass
     except TunerError:

@@ -3,8 +3,8 @@
 A space module sets module-level names (see README, "Writing a space module"): required `metric`,
 `mode`, `param_space`, and either `model` and `dataset` (tuner's loop trains them; optionally `loss`,
 `metrics`, `optimizer`) or `train_loop` (the module's own loop; `dataset` optional). `model` and
-`dataset` may name a shipped one. Optional: `num_samples`, `epochs`, `workers`, `cpus_per_worker`,
-`gpus_per_worker`, `max_concurrent`, `search`, `scheduler`, `time_budget`, `stop`, `pbt_mutable`,
+`dataset` may name a shipped one. Optional: `num_samples`, `epochs`, `workers`, `parallel`,
+`cpus_per_worker`, `gpus_per_worker`, `max_concurrent`, `search`, `scheduler`, `time_budget`, `stop`, `pbt_mutable`,
 `description`.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import ray.cloudpickle
 from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
-from tuner import budgets, hyperparameters, schedulers, searchers
+from tuner import budgets, hyperparameters, parallel, schedulers, searchers
 from tuner.data import DATASETS
 from tuner.errors import TunerError
 from tuner.models import MODELS
@@ -59,6 +59,7 @@ class Space:
     num_samples: int = 1
     epochs: int = 5
     workers: int = 1
+    parallel: str = parallel.DEFAULT  # how a trial spreads over its workers or GPUs: tuner.parallel
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
     max_concurrent: int | None = None
@@ -226,18 +227,36 @@ def validate(space: Space) -> None:
         _fail(space, f"cpus_per_worker must be a number > 0, not {space.cpus_per_worker!r}")
     if not _number(space.gpus_per_worker) or space.gpus_per_worker < 0:
         _fail(space, f"gpus_per_worker must be a number >= 0, not {space.gpus_per_worker!r}")
+    _check_parallel(space)
     _check_parts(space)
     _validate_param_space(space)
     _check_pbt_mutable(space)
     try:
         searchers.check(space.search, space.param_space)
-        schedulers.check(space.scheduler, space.search, space.param_space, space.workers, space.pbt_mutable)
+        schedulers.check(space.scheduler, space.search, space.param_space, space.pbt_mutable)
         if space.time_budget is not None:
             budgets.parse_duration(space.time_budget)
         if space.stop is not None:
             budgets.parse_stop(space.stop)
     except TunerError as err:
         _fail(space, str(err))
+
+
+def _check_parallel(space: Space) -> None:
+    if space.parallel not in parallel.STRATEGIES:
+        _fail(space, f"parallel must be one of {', '.join(parallel.STRATEGIES)}, not {space.parallel!r}")
+    if space.parallel == "dp":
+        if space.workers != 1:
+            _fail(space, "parallel = 'dp' is one process over the trial's GPUs: set workers = 1 and "
+                         "gpus_per_worker = N, or use parallel = 'ddp' for several workers")
+        if space.gpus_per_worker < 1:
+            _fail(space, "parallel = 'dp' runs nn.DataParallel over GPUs: set gpus_per_worker to the trial's number "
+                         "of GPUs (>= 1), or use parallel = 'ddp' with workers = N on CPUs")
+    elif space.workers > 1 and 0 < space.gpus_per_worker < 1:
+        # ray-project/ray#48012: NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
+        _fail(space, f"{space.workers} workers with gpus_per_worker = {space.gpus_per_worker:g} would put several "
+                     "NCCL ranks on one GPU, which NCCL refuses; give each worker a whole GPU (gpus_per_worker = 1), "
+                     "or share a GPU between trials instead: workers = 1 with gpus_per_worker = 0.25")
 
 
 def _check_pbt_mutable(space: Space) -> None:

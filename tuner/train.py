@@ -2,7 +2,7 @@
 
 It is a `train_loop(config, ctx)` like the one a space module may write itself (see `tuner/context.py`),
 so the shipped models and a user's own go down one code path: in-process for one worker, on each Ray
-Train worker for DDP, and in the smoke step. Everything that differs between those lives in the
+Train worker for ddp, fsdp and pipeline trials, and in the smoke step. Everything that differs between those lives in the
 context, so the loop reads top to bottom like a plain PyTorch script.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from tuner.context import TrialContext, autocast
+from tuner.context import TrialContext
 from tuner.losses import default_loss
 from tuner.metrics import Evaluation, MetricsSpec, batch_size_of
-from tuner.optimizers import default_optimizer, load_optimizer_state
+from tuner.optimizers import default_optimizer
 from tuner.signatures import call
 
 DEFAULT_BATCH_SIZE = 64
@@ -40,12 +40,10 @@ class ComponentLoop:
     def __call__(self, config: dict[str, Any], ctx: TrialContext) -> None:
         data = ctx.data
         assert data is not None, "a space with a model always has a dataset (tuner.space checks it)"
-        raw_model = call(self.model, config, data).to(ctx.device)
-        optimizer = (self.optimizer or default_optimizer)(config, raw_model.parameters())
+        model = ctx.prepare_model(call(self.model, config, data))  # wrapped, sharded or this rank's stage
+        optimizer = (self.optimizer or default_optimizer)(config, model.parameters())
         if (state := ctx.restore()) is not None:
-            raw_model.load_state_dict(state["model"])
-            load_optimizer_state(optimizer, state["optimizer"])
-        model = ctx.prepare_model(raw_model)
+            ctx.set_state(model, optimizer, state)
         loss_fn = self.loss or default_loss
         evaluate = Evaluation(self.metrics, loss_fn, ctx.device)
         batch_size = config.get("batch_size", DEFAULT_BATCH_SIZE)
@@ -54,29 +52,28 @@ class ComponentLoop:
             started = time.perf_counter()
             totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # loss sum, samples
             for x, y in ctx.batches(data.train, batch_size):
-                with autocast(ctx.device):
-                    outputs = model(x)
-                loss = loss_fn(outputs.float() if isinstance(outputs, torch.Tensor) else outputs, y)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                loss = ctx.train_step(model, x, y, loss_fn)  # forward, loss, backward
                 optimizer.step()
-                n = batch_size_of(y)
-                totals += torch.stack([loss.detach().double() * n, torch.tensor(n, device=ctx.device)])
+                if loss is not None:  # None: a pipeline stage before the last, which computes no loss
+                    n = batch_size_of(y)
+                    totals += torch.stack([loss.detach().double() * n, torch.tensor(n, device=ctx.device)])
             elapsed = time.perf_counter() - started
             loss_sum, samples = ctx.all_reduce(totals).tolist()
             train_loss = loss_sum / samples
             diverged = not math.isfinite(train_loss)
+            scored = ctx.evaluation_model(model)
             if diverged:
                 # The same metric names, so a report never lacks the one the search ranks by; NaN, since
                 # scores of non-finite weights would only mislead. Scoring them may itself fail (a
                 # metric that refuses NaN), and the trial ends here either way.
                 try:
-                    val = dict.fromkeys(evaluate(raw_model, data.val, ctx), math.nan)
+                    val = dict.fromkeys(evaluate(scored, data.val, ctx), math.nan)
                 except Exception:
                     val = {}
             else:
-                val = evaluate(raw_model, data.val, ctx)
+                val = evaluate(scored, data.val, ctx)
             ctx.report({"train_loss": train_loss, **val, "samples_per_s": samples / elapsed, "diverged": diverged},
-                       checkpoint={"model": raw_model.state_dict(), "optimizer": optimizer.state_dict()})
+                       checkpoint=ctx.get_state(model, optimizer))
             if diverged:
                 return  # further epochs would only compute NaNs

@@ -1,8 +1,11 @@
-"""The Tune function trainable: one worker runs the trial's loop in-process, several run it as DDP
-through Ray Train V2. This is where Ray meets the loop: each runtime gives `run_trial_loop` a report
-function and the checkpoint to restore from, in its own API."""
+"""The Tune function trainable: one worker runs the trial's loop in-process (also `dp`, over the trial's
+GPUs), several run it on Ray Train V2 workers (ddp, fsdp, pipeline). This is where Ray meets the loop:
+each runtime gives `run_trial_loop` a report function and the checkpoint to restore from, in its own
+API. Either way the trial's checkpoints are Tune's (`tuner/checkpoint_bridge.py`)."""
 
 import os
+import shutil
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +14,10 @@ import ray.train
 import ray.train.torch
 import torch
 from ray import tune
-from ray.tune.integration.ray_train import TuneReportCallback
+from ray.util.queue import Queue
 
+from tuner import storage
+from tuner.checkpoint_bridge import ForwardToTune, fit_reporting_to_tune
 from tuner.context import load_checkpoint
 from tuner.data.splits import Splits
 from tuner.trial import Parts, run_trial_loop
@@ -20,6 +25,7 @@ from tuner.trial import Parts, run_trial_loop
 # A DDP trial's own actor only waits on the Ray Train run; it asks for a little memory instead of
 # CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
 DRIVER_ONLY_RESOURCES = {"CPU": 0, "memory": 64 * 1024**2}
+STAGING_DIR = "train_runs"  # under the experiment: multi-worker trials' Ray Train runs, while they run
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,11 @@ class TrialSetup:
     cpus_per_worker: float
     gpus_per_worker: float
     experiment_path: str  # local path or pyarrow-fs URI of the experiment directory
+    parallel: str = "ddp"  # tuner.parallel.STRATEGIES
+
+    @property
+    def in_process(self) -> bool:
+        return self.workers == 1
 
 
 def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
@@ -60,7 +71,7 @@ def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
 
     run_trial_loop(setup.parts, config, data=_data(setup), epochs=setup.epochs, seed=setup.seed, device=device,
                    trial_id=tune.get_context().get_trial_id(), report=report,
-                   restored=_restored(tune.get_checkpoint(), device))
+                   restored=_restored(tune.get_checkpoint(), device), parallel=setup.parallel)
 
 
 def train_worker(loop_config: dict[str, Any]) -> None:
@@ -73,39 +84,60 @@ def train_worker(loop_config: dict[str, Any]) -> None:
         # Every rank must call report (it is a barrier); only rank 0 has a checkpoint to save.
         ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
 
+    # The Tune checkpoint the trial hands in (its latest, or a PBT donor's); never the Train run's own,
+    # since each fit is a fresh run.
     run_trial_loop(setup.parts, loop_config["config"], data=_data(setup), epochs=setup.epochs, seed=setup.seed,
                    device=device, trial_id=loop_config["trial_id"], report=report,
-                   restored=_restored(ray.train.get_checkpoint(), device))
+                   restored=_restored(loop_config["checkpoint"], device), parallel=setup.parallel)
 
 
-def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    if setup.workers == 1:
-        run_in_process(config, setup)
-        return
+def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     context = tune.get_context()
-    trial_dir_name = os.path.basename(context.get_trial_dir())
+    # A fresh Train run for every fit (a retry, a resume, a PBT exploit): the run only stages
+    # checkpoints on their way to Tune, and it is deleted afterwards.
+    run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
+    staging = f"{setup.experiment_path.rstrip('/')}/{STAGING_DIR}"
+    reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
-        train_loop_config={"config": config, "setup": setup, "trial_id": context.get_trial_id()},
+        train_loop_config={"config": config, "setup": setup, "trial_id": context.get_trial_id(),
+                           "checkpoint": tune.get_checkpoint()},
         scaling_config=ray.train.ScalingConfig(
             num_workers=setup.workers,
             use_gpu=setup.gpus_per_worker > 0,
             resources_per_worker={"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker},
         ),
         run_config=ray.train.RunConfig(
-            # Named after the trial so the dashboard and the storage tree tell runs apart; a rerun of
-            # the same trial finds this run by name and resumes from its latest checkpoint.
-            name=trial_dir_name,
-            storage_path=f"{setup.experiment_path.rstrip('/')}/ddp_runs",
-            callbacks=[TuneReportCallback()],
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+            name=run_name,
+            storage_path=staging,
+            callbacks=[ForwardToTune(reports, answers)],
+            # Safe: the bridge holds Train's controller until Tune has its copy of a checkpoint.
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
-    trainer.fit()
+    try:
+        fit_reporting_to_tune(trainer, reports, answers)
+    finally:
+        _delete_staging(f"{staging}/{run_name}")
+
+
+def _delete_staging(path: str) -> None:
+    fs, inner = storage.filesystem(path)
+    try:
+        fs.delete_dir(inner)
+    except (FileNotFoundError, OSError):
+        shutil.rmtree(inner, ignore_errors=True)  # gone already, or half-written: nothing to keep
+
+
+def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
+    if setup.in_process:
+        run_in_process(config, setup)
+    else:
+        run_on_workers(config, setup)
 
 
 def trainable(setup: TrialSetup):
-    if setup.workers == 1:
+    if setup.in_process:
         resources = {"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker}
     else:
         resources = DRIVER_ONLY_RESOURCES

@@ -65,7 +65,7 @@ def seed_everything(seed: int) -> None:
 
 def run_trial_loop(parts: Parts, config: dict[str, Any], *, data: Splits | None, epochs: int, seed: int,
                    device: torch.device, trial_id: str, report: ReportFn, restored: dict[str, Any] | None = None,
-                   max_batches: int | None = None) -> ReadTrackingConfig:
+                   max_batches: int | None = None, parallel: str = "ddp") -> ReadTrackingConfig:
     """Runs the loop on `config`; returns the config it got, which knows the keys that were read. `seed`
     is the experiment's, unless the config has a `seed` of its own. `data`: the driver's, else loaded here."""
     tracked = ReadTrackingConfig(config)
@@ -75,6 +75,6 @@ def run_trial_loop(parts: Parts, config: dict[str, Any], *, data: Splits | None,
     if data is None and parts.dataset is not None:
         data = parts.load_data(tracked)
     ctx = TrialContext(config=tracked, epochs=epochs, seed=seed, device=device, data=data, trial_id=trial_id,
-                       report=report, restored=restored, max_batches=max_batches)
+                       report=report, restored=restored, max_batches=max_batches, parallel=parallel)
     parts.train_loop(tracked, ctx)
     return tracked

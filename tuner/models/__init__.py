@@ -14,6 +14,7 @@ MODELS: dict[str, str] = {
     "mlp": "tuner.models._mlp:mlp",
     "cnn": "tuner.models._cnn:cnn",
     "resnet18": "tuner.models._resnet:resnet18",
+    "resnet50": "tuner.models._resnet:resnet50",
 }
 PUBLIC = {**MODELS, "small_image_resnet18": "tuner.models._resnet:small_image_resnet18",
           "Standardize": "tuner.models.standardize:Standardize"}

@@ -3,6 +3,7 @@ from typing import Any
 from torch import nn
 from torchvision.models import ResNet
 from torchvision.models import resnet18 as torchvision_resnet18
+from torchvision.models import resnet50 as torchvision_resnet50
 
 from tuner.data.splits import Splits
 from tuner.models.standardize import Standardize
@@ -23,3 +24,13 @@ def small_image_resnet18(in_channels: int, num_classes: int) -> ResNet:
 def resnet18(config: dict[str, Any], data: Splits) -> nn.Module:
     """`small_image_resnet18` for the data's channels and outputs; it reads no hyperparameter."""
     return nn.Sequential(Standardize.fit(data), small_image_resnet18(data.input_shape[0], data.output_size))
+
+
+def resnet50(config: dict[str, Any], data: Splits) -> nn.Module:
+    """torchvision's ResNet-50 with its ImageNet stem, for the data's channels and outputs: the model of
+    the classic two-device split (conv1..layer2 | layer3..fc) that `parallel = "pipeline"` makes. It
+    reads no hyperparameter; on small images its stem leaves little resolution, so prefer resnet18 there."""
+    model = torchvision_resnet50(weights=None, num_classes=data.output_size)
+    if data.input_shape[0] != 3:
+        model.conv1 = nn.Conv2d(data.input_shape[0], 64, kernel_size=7, stride=2, padding=3, bias=False)
+    return nn.Sequential(Standardize.fit(data), model)

@@ -1,77 +1,187 @@
-"""A torchvision ResNet split into sequential stages on several devices, fed micro-batches in a pipeline.
+"""Pipeline model parallelism: the model's layers split into one stage per rank, each batch cut into
+micro-batches that flow through the stages so they work at once (GPipe).
 
-This is the pattern of PyTorch's "Single-Machine Model Parallel Best Practices" tutorial, generalised
-from two stages to N. Splitting alone leaves every device but one idle at any moment; cutting the
-batch into micro-batches lets stage s work on micro-batch k while stage s+1 works on micro-batch k-1.
-On CUDA that overlap comes for free because kernel launches and device-to-device copies are
-asynchronous to the host, so launching the stages in the right order is all the scheduling needed.
-On a single CPU device the stages run one after another and micro-batching only adds overhead.
+The schedule is PyTorch's own (`torch.distributed.pipelining`: `PipelineStage` and `ScheduleGPipe`,
+point-to-point sends over gloo on CPU or NCCL on GPU); tuner only decides where a model splits and
+keeps one schedule per batch size, since a stage fixes its micro-batch shapes on first use. Every
+rank reads the same batches (the pipeline is one data-parallel replica); the first stage feeds the
+inputs, the last computes the loss and the outputs, and the metrics are summed across ranks, to
+which the other stages add nothing.
+
+Where a model splits: a model with a `pipeline_layers` attribute (a sequence of modules whose
+composition, in order, is the model's forward) splits between those; an `nn.Sequential` between its
+children, a torchvision ResNet among them between its stem, residual layers and head (the classic
+conv1..layer2 | layer3..fc split for two stages). Stages get contiguous, equally many layers.
 """
 
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
-from torchvision.models import ResNet
+from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 
-# The parts a stage boundary may fall between, in forward order, by the ResNet's own attribute
-# names (so a stage's parameters keep their names after the stage prefix). The flatten that
-# ResNet.forward does inline becomes a module here.
-PARTS: tuple[tuple[str, ...], ...] = (
-    ("conv1", "bn1", "relu", "maxpool"),
-    ("layer1",),
-    ("layer2",),
-    ("layer3",),
-    ("layer4",),
-    ("avgpool", "flatten", "fc"),
+from tuner.errors import TunerError
+from tuner.optimizers import load_optimizer_state
+from tuner.parallel.strategy import Strategy
+
+MICROBATCHES = 4  # the most per batch; GPipe's idle share is (stages - 1) / (micro-batches + stages - 1)
+# A torchvision ResNet's parts in forward order, by its own attribute names; ResNet.forward flattens
+# inline, so the head gets an nn.Flatten.
+RESNET_PARTS: tuple[tuple[str, ...], ...] = (
+    ("conv1", "bn1", "relu", "maxpool"), ("layer1",), ("layer2",), ("layer3",), ("layer4",), ("avgpool", "fc"),
 )
 
 
-class PipelineResNet(nn.Module):
-    """`model` split into `len(devices)` stages, stage i on `devices[i]`, run on `chunks` micro-batches.
-
-    Stages get contiguous, equally many parts; for two that is the classic split, conv1..layer2 and
-    layer3..fc, which also roughly halves the compute since every residual layer costs about the same.
-    The model's modules are moved onto the devices, not copied. The output, on the last device, is the
-    micro-batches' outputs concatenated in order.
-
-    In eval mode the result equals the unsplit model's. In train mode each BatchNorm normalises with
-    its micro-batch's statistics and updates its running statistics once per micro-batch, as in GPipe.
-    """
-
-    def __init__(self, model: ResNet, devices: Sequence[torch.device | str], chunks: int):
-        super().__init__()
-        if not isinstance(model, ResNet):
-            raise TypeError(f"model must be a torchvision ResNet, got {type(model).__name__}")
-        if chunks < 1:
-            raise ValueError(f"chunks must be >= 1, got {chunks}")
-        if not 1 <= len(devices) <= len(PARTS):
-            raise ValueError(f"a ResNet splits into 1 to {len(PARTS)} stages (stem, layer1..layer4, head), "
-                             f"got {len(devices)} devices")
-        self.devices = tuple(torch.device(d) for d in devices)
-        self.chunks = chunks
-        modules = dict(model.named_children())
-        modules["flatten"] = nn.Flatten(1)
-        bounds = [i * len(PARTS) // len(devices) for i in range(len(devices) + 1)]
-        self.stages = nn.ModuleList(
-            nn.Sequential(OrderedDict((name, modules[name]) for part in PARTS[lo:hi] for name in part)).to(device)
-            for lo, hi, device in zip(bounds, bounds[1:], self.devices)
+def _is_resnet(model: nn.Module) -> bool:
+    try:
+        from torchvision.models import (
+            ResNet,  # optional where only the torch-level code runs (a GPU box)
         )
+    except ImportError:
+        return False
+    return isinstance(model, ResNet)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # A batch smaller than `chunks` gets one micro-batch per sample rather than empty ones.
-        # micro[k] holds micro-batch k's activation as it moves through the stages.
-        micro = list(x.to(self.devices[0]).tensor_split(max(1, min(self.chunks, len(x)))))
-        last = len(self.stages) - 1
-        # At tick t, stage s takes micro-batch t - s. Within a tick the later stages are launched
-        # first: PyTorch puts a two-way barrier around a copy between CUDA devices, so had stage s
-        # copied its output to the next device first, the next stage's work for the previous
-        # micro-batch, launched after that copy, would wait for stage s and the two would serialise.
-        for tick in range(len(micro) + last):
-            for s in range(min(tick, last), -1, -1):
-                k = tick - s
-                if k < len(micro):
-                    out = self.stages[s](micro[k])
-                    micro[k] = out if s == last else out.to(self.devices[s + 1])
-        return torch.cat(micro)
+
+def _resnet_layers(model: nn.Module) -> list[nn.Module]:
+    layers: list[nn.Module] = []
+    for part in RESNET_PARTS:
+        modules = [getattr(model, name) for name in part]
+        if part[-1] == "fc":
+            modules.insert(-1, nn.Flatten(1))
+        layers.append(modules[0] if len(modules) == 1 else nn.Sequential(*modules))
+    return layers
+
+
+def pipeline_layers(model: nn.Module) -> list[nn.Module]:
+    """The layers a model may split between, in forward order (see the module's docstring)."""
+    declared = getattr(model, "pipeline_layers", None)
+    if declared is not None:
+        layers = list(declared)
+        if not layers or not all(isinstance(layer, nn.Module) for layer in layers):
+            raise TunerError("parallel = 'pipeline': the model's pipeline_layers must be a non-empty sequence of "
+                            "nn.Module, in forward order")
+        return layers
+    if _is_resnet(model):
+        return _resnet_layers(model)
+    if isinstance(model, nn.Sequential):
+        return [part for child in model for part in (_resnet_layers(child) if _is_resnet(child) else [child])]
+    raise TunerError(f"parallel = 'pipeline' splits a model between its layers, and a {type(model).__name__} does "
+                    "not list them: build it as an nn.Sequential, or give it a `pipeline_layers` attribute (its "
+                    "layers in forward order)")
+
+
+def split(layers: Sequence[nn.Module], stages: int) -> list[nn.Sequential]:
+    if len(layers) < stages:
+        raise TunerError(f"parallel = 'pipeline' with {stages} workers needs at least {stages} layers to split "
+                         f"between; the model has {len(layers)}: use fewer workers")
+    bounds = [i * len(layers) // stages for i in range(stages + 1)]
+    return [nn.Sequential(*layers[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def _microbatches(batch_size: int) -> int:
+    # A stage fixes its micro-batch shape, so every micro-batch of a batch must be equally large.
+    return max(d for d in range(1, MICROBATCHES + 1) if batch_size % d == 0)
+
+
+class PipelineStages(nn.Module):
+    """This rank's stage of the model. Calling it runs a forward through all stages (every rank calls
+    together): the outputs on the last stage, None on the others. `train_step` adds the backward."""
+
+    def __init__(self, stage: nn.Sequential, rank: int, stages: int, device: torch.device):
+        super().__init__()
+        self.stage, self.rank, self.stages, self.device = stage, rank, stages, device
+        self._schedules: dict[tuple[int, bool], ScheduleGPipe] = {}
+
+    @property
+    def is_last(self) -> bool:
+        return self.rank == self.stages - 1
+
+    def _schedule(self, batch_size: int, loss_fn: Callable[..., torch.Tensor] | None) -> ScheduleGPipe:
+        key = (batch_size, loss_fn is not None)
+        if key not in self._schedules:
+            stage = PipelineStage(self.stage, self.rank, self.stages, self.device)
+            # Without a loss function the schedule only runs forwards; with one it scales each
+            # micro-batch's gradient by 1/micro-batches, so a step equals the whole batch's.
+            self._schedules[key] = ScheduleGPipe(stage, n_microbatches=_microbatches(batch_size), loss_fn=loss_fn)
+        return self._schedules[key]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | None:
+        if self.stages == 1:
+            return self.stage(x)
+        schedule = self._schedule(len(x), None)
+        return schedule.step(x) if self.rank == 0 else schedule.step()
+
+    def train_step(self, x: torch.Tensor, y: torch.Tensor, loss_fn: Callable[[Any, Any], torch.Tensor],
+                   autocast: Any) -> torch.Tensor | None:
+        if self.stages == 1:
+            with autocast:
+                outputs = self.stage(x)
+            loss = loss_fn(outputs.float(), y)
+            loss.backward()
+            return loss
+
+        def stage_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            return loss_fn(outputs.float(), targets)
+
+        schedule = self._schedule(len(x), stage_loss)
+        losses: list[torch.Tensor] = []
+        with autocast:
+            if self.rank == 0:
+                schedule.step(x)
+            elif self.is_last:
+                schedule.step(target=y, losses=losses)
+            else:
+                schedule.step()
+        return torch.stack(losses).mean().detach() if self.is_last else None
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(item) for item in value)
+    return value
+
+
+class Pipeline(Strategy):
+    @property
+    def data_shard(self) -> tuple[int, int]:
+        return 0, 1  # every stage reads the same batches
+
+    def prepare(self, model: nn.Module) -> nn.Module:
+        stage = split(pipeline_layers(model), self.world_size)[self.rank]
+        return PipelineStages(stage.to(self.device), self.rank, self.world_size, self.device)
+
+    def evaluation_model(self, model: nn.Module) -> nn.Module:
+        return model  # every rank takes part in each forward
+
+    def train_step(self, model: nn.Module, x: Any, y: Any, loss_fn: Callable[[Any, Any], torch.Tensor],
+                   autocast: Any) -> torch.Tensor | None:
+        assert isinstance(model, PipelineStages), "prepare the model with ctx.prepare_model first"
+        return model.train_step(x, y, loss_fn, autocast)
+
+    def get_state(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> Any:
+        """Every stage's state (and its optimizer's), gathered on rank 0 in stage order."""
+        assert isinstance(model, PipelineStages)
+        own = _to_cpu({"stage": model.stage.state_dict(),
+                       "optimizer": optimizer.state_dict() if optimizer is not None else None})
+        if self.world_size == 1:
+            return {"stages": [own["stage"]], "optimizers": [own["optimizer"]]}
+        gathered: list[Any] = [None] * self.world_size if self.rank == 0 else []
+        dist.gather_object(own, gathered if self.rank == 0 else None, dst=0)
+        if self.rank != 0:
+            return None
+        return {"stages": [part["stage"] for part in gathered], "optimizers": [part["optimizer"] for part in gathered]}
+
+    def set_state(self, model: nn.Module, optimizer: torch.optim.Optimizer | None, state: Any) -> None:
+        assert isinstance(model, PipelineStages)
+        if len(state["stages"]) != self.world_size:
+            raise ValueError(f"the checkpoint holds {len(state['stages'])} pipeline stages and this trial has "
+                             f"{self.world_size} workers; restore it with as many workers as it was saved with")
+        model.stage.load_state_dict(state["stages"][self.rank])
+        if optimizer is not None and state["optimizers"][self.rank] is not None:
+            load_optimizer_state(optimizer, state["optimizers"][self.rank])
