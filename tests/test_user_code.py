@@ -160,13 +160,14 @@ param_space = {"lr": tune.grid_search([1e-5, 2e-5, 0.05, 0.1])}
 """
 
 
-def _checkpoint_digests(experiment: Path, trial_id: str, epoch: int) -> list[float]:
-    """The digests of every checkpoint `trial_id` saved at `epoch` (PBT keeps them all)."""
+def checkpoint_digests(experiment: Path, trial_id: str, epoch: int, key: str = "net") -> list[float]:
+    """The digests of the weights (`state[key]`) of every checkpoint `trial_id` saved at `epoch` (PBT
+    keeps them all)."""
     digests = []
     for path in experiment.glob(f"*_{trial_id}/checkpoint_*/checkpoint.pt"):
         saved = torch.load(path, weights_only=False)
         if saved["epoch"] == epoch and saved["trial_id"] == trial_id:
-            digests.append(float(sum(w.double().abs().sum() for w in saved["state"]["net"].values())))
+            digests.append(float(sum(w.double().abs().sum() for w in saved["state"][key].values())))
     return digests
 
 
@@ -178,7 +179,7 @@ def test_pbt_on_a_users_loop_loads_the_donors_weights_and_the_mutated_lr_reaches
     assert len(exploits) >= 1, "no trial exploited another"
     for _, row in exploits.iterrows():
         # The weights the loop loaded are the ones the donor saved at that epoch...
-        donor_digests = _checkpoint_digests(experiment, row["restored_from"], int(row["restored_epoch"]))
+        donor_digests = checkpoint_digests(experiment, row["restored_from"], int(row["restored_epoch"]))
         assert any(abs(row["loaded_digest"] - d) < 1e-6 * d for d in donor_digests), (row, donor_digests)
         # ...and the optimizer trains with this trial's (mutated) lr, not the donor's saved one.
         assert row["optimizer_lr"] == pytest.approx(row["lr"])
