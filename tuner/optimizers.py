@@ -1,7 +1,7 @@
 """The optimizer tuner's loop builds when a space module defines none, and restoring any optimizer's
 state without undoing a PBT mutation."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -18,14 +18,16 @@ def default_optimizer(config: dict[str, Any], params: Iterable[torch.nn.Paramete
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
 
 
-def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-    """`optimizer.load_state_dict(state)`, keeping the hyperparameters the optimizer was built with.
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any],
+                         load: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """`optimizer.load_state_dict(state)` (or `load(state)`, e.g. FSDP's), keeping the hyperparameters the
+    optimizer was built with.
 
     A saved state carries its param groups' lr, momentum, ... from when it was saved. PBT restarts a
     trial from a donor's checkpoint with a mutated config, and the optimizer built from that config
     holds the new values, which loading the state alone would overwrite (ray-project/ray#36660).
     """
     built = [{key: value for key, value in group.items() if key != "params"} for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
+    (load or optimizer.load_state_dict)(state)
     for group, settings in zip(optimizer.param_groups, built):
         group.update(settings)

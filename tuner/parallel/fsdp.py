@@ -22,6 +22,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.fsdp import fully_shard
 
+from tuner.optimizers import load_optimizer_state
 from tuner.parallel.strategy import Strategy
 
 FULL_STATE = StateDictOptions(full_state_dict=True, cpu_offload=True)
@@ -50,8 +51,5 @@ class FullyShardedDataParallel(Strategy):
         options = StateDictOptions(full_state_dict=True)
         set_model_state_dict(model, state["model"], options=options)
         if optimizer is not None and "optimizer" in state:
-            # As load_optimizer_state does: the hyperparameters the optimizer was built with stay (PBT).
-            built = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
-            set_optimizer_state_dict(model, optimizer, state["optimizer"], options=options)
-            for group, settings in zip(optimizer.param_groups, built):
-                group.update(settings)
+            load_optimizer_state(optimizer, state["optimizer"],
+                                 load=lambda saved: set_optimizer_state_dict(model, optimizer, saved, options=options))
