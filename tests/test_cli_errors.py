@@ -52,7 +52,7 @@ SPACE_FILES = {
         (["run", "--stop", "accuracy>0.9"], "stop condition's metric 'accuracy' is never reported; the loop reports "
                                             "train_loss, val_acc, val_loss"),
         (["run", "--scheduler", "pb2"], "unknown scheduler 'pb2'"),
-        (["run", "--search", "optuna"], "optuna cannot take grid axes (lr); use --search grid or random"),
+        (["run", "-v", "-q"], "give -v (Ray's full output) or -q (the summary only), not both"),
         (["run", "--scheduler", "pbt", "--set", "lr=0.1", "--set", "weight_decay=0", "--set", "batch_size=64"],
          "pbt has nothing to mutate"),
         (["run", "--max-failures", "-3"], "argument --max-failures: must be at least 0, not -3"),

@@ -88,8 +88,6 @@ param_space = {"lr": tune.grid_search([1e-5, 0.1])}
 """
 
 
-@pytest.mark.skip(reason="hung in a full-suite run on 2026-12-03 (passed alone in 4.5 min): synchronous PBT pausing "
-                         "2-worker trials can deadlock; see the issue 12 note before re-enabling")
 def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(tmp_path):
     (tmp_path / "pbt_ddp.py").write_text(textwrap.dedent(PBT_DDP_SPACE))
     outcome, trials, history = run_here(spaces.load(str(tmp_path / "pbt_ddp.py")), tmp_path, "pbt")

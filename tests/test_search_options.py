@@ -25,9 +25,24 @@ def test_grid_axes_become_choices_for_random_search():
 
 
 @pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
-def test_model_based_searchers_refuse_grid_axes(search):
-    with pytest.raises(TunerError, match=f"{search} cannot take grid axes \\(lr\\); use --search grid or random"):
-        searchers.check(search, {"lr": tune.grid_search([0.1, 0.01])})
+def test_model_based_searchers_sample_grid_axes_as_choices(search):
+    space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": tune.grid_search([8, 16]), "batch_size": 32}
+    algorithm, converted = searchers.build(search, space, num_samples=6, seed=0)
+    assert converted["lr"].categories == [0.1, 0.01] and converted["hidden"].categories == [8, 16]
+    algorithm.set_search_properties("val_acc", "max", converted)
+    configs = [algorithm.suggest(f"trial_{i}") for i in range(6)]
+    assert all(c["lr"] in (0.1, 0.01) and c["hidden"] in (8, 16) for c in configs)
+    assert searchers.grid_notice(search, space, 6) == (
+        f"{search} samples the grid axes (hidden, lr) as choices of the same values; num_samples = 6 now counts "
+        "configs in all (--num-samples N for more)")
+    assert searchers.grid_notice("grid", space, 6) is None
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_model_based_searchers_refuse_a_grid_axis_they_cannot_sample(search):
+    with pytest.raises(TunerError, match=f"{search} cannot sample grid axis layers, whose values are not numbers "
+                                         "or strings; use --search grid or random"):
+        searchers.check(search, {"layers": tune.grid_search([[8], [8, 8]])})
 
 
 def test_unknown_names():

@@ -1,80 +1,113 @@
-"""Hands a multi-worker trial's checkpoints from Ray Train V2 to Ray Tune, so that every trial, on one
-worker or many, keeps its checkpoints where Tune does: PBT's exploit, a retry after a failure,
-`tuner resume` and tuner's checkpoint retention then work the same for all of them.
+"""Hands a multi-worker trial's reports and checkpoints from Ray Train V2 to Ray Tune, and Tune's
+decision back to the workers, so that every trial, on one worker or many, keeps its checkpoints where
+Tune does and stops when Tune says: PBT's exploit, a retry after a failure, `tuner resume`, a
+scheduler's early stop and tuner's checkpoint retention then work the same for all of them.
 
 Ray 2.60's own bridge (`ray.tune.integration.ray_train.TuneReportCallback`) forwards rank 0's metrics
 and only the checkpoint's *path*: Tune registers no checkpoint, so PBT has nothing to copy and a
 resumed trial nothing to restore (the Train run resumed only by its own name, which a PBT recipient
-keeps). Here a Train callback, which runs in the Train controller, puts each report (rank 0's metrics
-and the persisted checkpoint) on a Ray queue and waits until the Tune trial has reported it to Tune
-with a copy of the checkpoint; only then may Train's retention (`num_to_keep=1`) delete it. The Train
-run is a staging area: named afresh for every fit, restored from the Tune checkpoint that the trial
-hands in, and deleted when the fit ends. When a Ray release makes TuneReportCallback register Tune
-checkpoints, this file can go.
+keeps). Here:
+
+- a Train callback (`ForwardToTune`, in the Train controller) puts each report, rank 0's metrics and
+  the persisted checkpoint, on a Ray queue;
+- the Tune trial (`TrainRun`) takes it and calls `tune.report` with a copy of the checkpoint from its
+  own thread, then answers "go on", or "stop" when Tune stopped or paused the trial;
+- every rank waits for that answer after each report (`tune_lets_training_go_on`), as an in-process
+  trial waits in `tune.report`. So no new checkpoint exists before Tune has its copy of the last one
+  (Train's `num_to_keep=1` is safe), and a stopped trial's ranks return from the loop: the Train run
+  ends as a finished run, which releases its worker group itself.
+
+When a Ray release makes TuneReportCallback register Tune checkpoints, this file can go.
 """
 
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import ray.train
+import torch.distributed as dist
 from ray import tune
 from ray.train.v2.api.callback import UserCallback
 from ray.util.queue import Empty, Queue
 
-_POLL_S = 0.5
-_STOP = "stop"  # what the trial answers instead of "taken" when Tune has stopped it
+_POLL_S = 0.2
+_GO_ON, _STOP = "go on", "stop"
+# How long a stopping trial's actor waits for its Train run to end by itself: a run mid-epoch ends at
+# its next report. Past this the actor exits anyway; Ray Train's PlacementGroupCleaner then frees the
+# worker group (through the State API, see tuner/cluster.py).
+END_TIMEOUT_S = 120.0
 
 
-class TrialStopped(Exception):
-    """Raised in the Train controller when Tune stopped the trial: it ends the Train run."""
+class TrialStopped(BaseException):
+    """Raised on every rank when Tune has stopped the trial. A BaseException, as Tune's own SystemExit
+    in tune.report is, so that a loop's `except Exception` does not swallow it."""
 
 
 class ForwardToTune(UserCallback):
-    """Runs in the Train controller: each report goes to the Tune trial, which answers once it holds a
-    copy of the checkpoint."""
+    """Runs in the Train controller: each report goes to the Tune trial."""
 
-    def __init__(self, reports: Queue, answers: Queue):
-        self.reports, self.answers = reports, answers
+    def __init__(self, reports: Queue):
+        self.reports = reports
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: ray.train.Checkpoint | None) -> None:
         self.reports.put((metrics[0], checkpoint))
-        if self.answers.get() == _STOP:
-            raise TrialStopped("Ray Tune stopped the trial")
 
 
-def fit_reporting_to_tune(trainer: Any, reports: Queue, answers: Queue) -> None:
-    """Runs `trainer.fit()` (built with `ForwardToTune(reports, answers)`) and reports each of its results
-    to Tune from this, the trial's own thread, which is where `tune.report` must be called."""
-    failure: list[BaseException] = []
-    done = threading.Event()
+def tune_lets_training_go_on(answers: Queue) -> bool:
+    """Called by every rank right after its `ray.train.report`: rank 0 waits for the trial's answer to
+    that report and passes it to the others."""
+    answer = [answers.get() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(answer, src=0)
+    return answer[0] == _GO_ON
 
-    def fit() -> None:
+
+class TrainRun:
+    """The trial's side: runs `trainer.fit()` (built with `ForwardToTune(reports)`, its workers answered
+    through `answers`), then `after_fit`, in a thread, and reports each of the run's results to Tune
+    from the trial's own thread, which is where `tune.report` must be called."""
+
+    def __init__(self, trainer: Any, reports: Queue, answers: Queue, after_fit: Callable[[], None]):
+        self.trainer, self.reports, self.answers, self.after_fit = trainer, reports, answers, after_fit
+        self.stopping = threading.Event()  # set when Tune stops the trial's actor
+        self._failure: list[BaseException] = []
+        self._fit = threading.Thread(target=self._fit_trainer, name="tuner-train-fit", daemon=True)
+
+    def _fit_trainer(self) -> None:
         try:
-            trainer.fit()
-        except BaseException as error:  # re-raised in the trial's thread below
-            failure.append(error)
+            self.trainer.fit()
+        except BaseException as error:  # re-raised in the trial's thread by run()
+            self._failure.append(error)
         finally:
-            done.set()
+            self.after_fit()
 
-    threading.Thread(target=fit, name="tuner-train-fit", daemon=True).start()
-    answered = True
-    try:
-        while not (done.is_set() and reports.empty()):
-            try:
-                metrics, checkpoint = reports.get(timeout=_POLL_S)
-            except (Empty, queue.Empty):
-                continue
-            answered = False
-            if checkpoint is None:
-                tune.report(metrics)
-            else:
-                with checkpoint.as_directory() as directory:
-                    tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
-            answers.put("taken")
-            answered = True
-    finally:
-        if not answered:  # tune.report ended this thread: Tune stopped the trial (or the run is ending)
-            answers.put(_STOP)
-    if failure:
-        raise failure[0]
+    def run(self) -> None:
+        self._fit.start()
+        answered = True
+        try:
+            while self._fit.is_alive() or not self.reports.empty():
+                try:
+                    metrics, checkpoint = self.reports.get(timeout=_POLL_S)
+                except (Empty, queue.Empty):
+                    continue
+                answered = False
+                if self.stopping.is_set():  # Tune has let go of this trial: nothing to report to
+                    break
+                if checkpoint is None:
+                    tune.report(metrics)
+                else:
+                    with checkpoint.as_directory() as directory:
+                        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
+                self.answers.put(_GO_ON)
+                answered = True
+        finally:
+            if not answered:  # tune.report raised SystemExit: Tune stopped or paused the trial
+                self.answers.put(_STOP)
+        if self._failure:
+            raise self._failure[0]
+
+    def wait_until_ended(self) -> None:
+        """Tune is stopping the trial's actor (set `stopping` first, then let Tune wake the trial's
+        thread): let the Train run end by itself before the actor goes, since a Train controller that
+        dies with the actor leaves its worker group's resources reserved."""
+        self._fit.join(timeout=END_TIMEOUT_S)

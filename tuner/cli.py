@@ -3,6 +3,7 @@
 import argparse
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -90,15 +91,27 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
     ("--max-failures", {"type": _count, "default": 2,
                         "help": "retries of a crashed trial, each from its latest checkpoint (default 2)"}),
+    ("--verbose", {"action": "store_true", "help": "Ray's own full output: a table per trial, every log line"}),
+    ("--quiet", {"action": "store_true", "help": "print only the final summary"}),
     ("--no-smoke", {"dest": "no_smoke", "action": "store_true",
                     "help": "skip the smoke step (one batch of the space's code on the first config before Ray starts)"}),
 ]
 
 
+SHORT_FLAGS = {"--verbose": "-v", "--quiet": "-q"}
+
+
 def _add_experiment_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("space_ref", nargs="?", metavar="SPACE", help="a space name or a .py path")
     for flag, options in EXPERIMENT_OPTIONS:
-        command.add_argument(flag, **options)
+        command.add_argument(*filter(None, [SHORT_FLAGS.get(flag), flag]), **options)
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    """RunOptions.verbose from -q / -v."""
+    if args.verbose and args.quiet:
+        raise TunerError("give -v (Ray's full output) or -q (the summary only), not both")
+    return 2 if args.verbose else 0 if args.quiet else 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -125,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     resume_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
     resume_cmd.add_argument("--data-dir", help="dataset root, if it moved since the run")
     resume_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
+    resume_cmd.add_argument("-v", "--verbose", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--verbose"]["help"])
+    resume_cmd.add_argument("-q", "--quiet", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--quiet"]["help"])
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
     report_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
@@ -166,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
     cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
     options = RunOptions(storage_path=args.storage_path, name=args.name, seed=args.seed, data_dir=args.data_dir,
                          max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures,
-                         smoke=not args.no_smoke)
+                         smoke=not args.no_smoke, verbose=_verbosity(args))
     return _summarize(run(space, options))
 
 
@@ -203,7 +218,8 @@ def _submit(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     from tuner.experiment import resume
 
-    return _summarize(resume(args.experiment, cluster=Cluster(address=args.address), data_dir=args.data_dir))
+    return _summarize(resume(args.experiment, cluster=Cluster(address=args.address), data_dir=args.data_dir,
+                             verbose=_verbosity(args)))
 
 
 def _summarize(outcome: "Outcome") -> int:
@@ -227,7 +243,20 @@ def _summarize(outcome: "Outcome") -> int:
     config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
     print(f"best trial: {best['trial_id']}  best_{outcome.metric}={best['best_' + outcome.metric]:.4g} "
           f"(epoch {best['best_epoch']})  {config}")
+    _next_steps(path, {key: best[key] for key in outcome.params})
     return INTERRUPTED if unfinished.any() else 0
+
+
+def _next_steps(path: str, best: dict[str, Any]) -> None:
+    """What to do with the result: the best config to paste, and where to look further."""
+    plain = {key: value.item() if hasattr(value, "item") else value for key, value in best.items()}
+    print()
+    print(f"best config:  {plain}")
+    if not any("/" in key for key in plain):  # --set pins top-level keys only
+        flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
+        print(f"  as flags:   {flags}")
+    print(f"html report:  python -m tuner report {path} --html")
+    print(f"notebook:     TUNER_EXPERIMENT={path} jupyter lab notebooks/quick_look.ipynb")
 
 
 def _report(args: argparse.Namespace) -> int:

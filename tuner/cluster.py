@@ -35,6 +35,10 @@ class Cluster:
     address: str | None = None  # None: RAY_ADDRESS if set (as in a Ray Job), else a new local instance
     dashboard: bool = False  # only for a local instance; a cluster has its own
     dashboard_port: int = DEFAULT_DASHBOARD_PORT
+    # Multi-worker trials need Ray's State API, which the dashboard process serves: Ray Train's
+    # PlacementGroupCleaner asks it whether a Train controller died, and without an answer a killed
+    # controller's worker bundles stay reserved until Ray shuts down (the next trial then waits forever).
+    state_api: bool = False
 
     @property
     def target(self) -> str:
@@ -75,10 +79,13 @@ def _token_hint() -> str:
 
 
 @contextmanager
-def connect(cluster: Cluster) -> Iterator[None]:
-    """Ray, up for the duration of the block, with the dashboard URL printed before the first trial."""
+def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
+    """Ray, up for the duration of the block, with the dashboard URL printed before the first trial;
+    `ray_logs` is the level of the Ray loggers in the processes of a local instance (its raylet starts
+    them with this process's environment; a cluster's own nodes keep their level)."""
     if cluster.target != "local":
         check_reachable(cluster.target)
+    os.environ["RAY_LOGGER_LEVEL"] = ray_logs.lower()
     try:
         context = _init(cluster)
     except AuthenticationError:
@@ -100,9 +107,10 @@ def _init(cluster: Cluster) -> Any:
         try:
             return ray.init(
                 address=cluster.target,
-                include_dashboard=cluster.dashboard,
+                include_dashboard=cluster.dashboard or cluster.state_api,
                 dashboard_host=LOOPBACK,
-                dashboard_port=cluster.dashboard_port,
+                # Asked for: the user's port; started only for the State API: any free one.
+                dashboard_port=cluster.dashboard_port if cluster.dashboard else None,
                 configure_logging=True,
                 logging_level="WARNING",
             )

@@ -3,9 +3,10 @@
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tuner import (
 from tuner import space as spaces
 from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.cluster import Cluster, connect
+from tuner.console import LiveProgress
 from tuner.config_reads import RESULT_KEY, reads_of, unread_warning
 from tuner.data import DATA_DIR_ENV
 from tuner.data.splits import Splits
@@ -62,7 +64,7 @@ class RunOptions:
     max_concurrent: int | None = None
     cluster: Cluster = field(default_factory=Cluster)  # default: a local instance, no dashboard
     max_failures: int = 2  # retries of a crashed trial, each from its latest checkpoint
-    verbose: int = 1  # Ray Tune's output: 0 silent, 1 the live trial table, 2 every result
+    verbose: int = 1  # 0: the summary only (-q), 1: tuner's live view, 2: Ray's own full output (-v)
     smoke: bool = True  # one batch of the space's code on the first config before Ray starts
 
 
@@ -176,17 +178,41 @@ def _interruptible(experiment_path: str) -> Iterator[None]:
         raise
 
 
+# Per RunOptions.verbose: Ray Tune's own reporter only when asked for (tuner.console says why), and
+# Ray's INFO logs from every process (a checkpoint saved, a worker group started) only then too.
+TUNE_VERBOSITY = {0: 0, 1: 0, 2: 1}
+RAY_LOG_LEVELS = {0: "WARNING", 1: "WARNING", 2: "INFO"}
+
 # Ray's own words when a result lacks the metric the search ranks by (TuneController._validate_result_metrics).
 RAY_MISSING_METRIC = "did not include the specified metric"
 
 
-def _fit(tuner: tune.Tuner, experiment_path: str, meta: dict[str, Any]) -> tuple[pd.DataFrame, str | None]:
+@contextmanager
+def _ray_output(verbose: int) -> Iterator[None]:
+    """Ray Tune's reporter only at -v: its quietest level still prints an experiment table and a
+    TensorBoard hint, while its older engine (RAY_AIR_NEW_OUTPUT=0) prints nothing at verbose=0."""
+    previous = os.environ.get("RAY_AIR_NEW_OUTPUT")
+    if verbose < 2:
+        os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
+        else:
+            os.environ["RAY_AIR_NEW_OUTPUT"] = previous
+
+
+def _fit(tuner: tune.Tuner, experiment_path: str, meta: dict[str, Any], verbose: int) -> tuple[pd.DataFrame, str | None]:
     """Run the trials, then write the report; returns it and the warning about keys no trial read."""
     # How often Ray saves the experiment state and result rows to storage: what a killed driver or a
     # full disk leaves for `tuner resume` and `tuner report`. Ray's default waits 10 s or more.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S)
     try:
-        results = tuner.fit()
+        with warnings.catch_warnings(), _ray_output(verbose):
+            # Ray suggests reuse_actors under PBT; tuner turns it off for multi-worker trials on purpose.
+            warnings.filterwarnings("ignore", message="Consider boosting PBT performance")
+            results = tuner.fit()
         if results.num_errors:
             # Ray may also end normally, its trials failed on the storage: the same error, and nothing
             # deleted or rewritten (retiring checkpoints would free space and hide the cause).
@@ -248,11 +274,13 @@ def run(space: Space, options: RunOptions) -> Outcome:
         data = _load_data(parts, space.name)  # a missing data root fails here, before Ray starts
         if options.smoke:
             _smoke(space, parts, data, options.seed, options.verbose)
-        with _interruptible(experiment_path), connect(options.cluster):
+        with _interruptible(experiment_path), connect(_for_trials(options.cluster, space.workers), ray_logs=RAY_LOG_LEVELS[options.verbose]):
             fits = _check_resources(space)
             max_concurrent = options.max_concurrent or space.max_concurrent or fits
             search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples,
                                                       options.seed, max_concurrent)
+            if options.verbose and (notice := searchers.grid_notice(space.search, space.param_space, space.num_samples)):
+                print(f"tuner: {notice}", flush=True)
             # Everything `resume` needs to rebuild the trainable; Ray's own tuner.pkl keeps the rest.
             meta = {
                 "space": space.name, "source": str(Path(space.source).resolve()) if space.source else "",
@@ -266,6 +294,9 @@ def run(space: Space, options: RunOptions) -> Outcome:
             }
             storage.write_meta(experiment_path, meta)
             callbacks: list[tune.Callback] = [KeepResultRows()]
+            if options.verbose == 1:
+                callbacks.append(LiveProgress(space.metric, space.mode, meta["params"], space.epochs,
+                                              budgets.parse_duration(space.time_budget) if space.time_budget else None))
             if schedulers.retires_checkpoints(space.scheduler):
                 callbacks.append(RetireCheckpoints())
             tuner = tune.Tuner(
@@ -283,13 +314,16 @@ def run(space: Space, options: RunOptions) -> Outcome:
                     trial_dirname_creator=TrialNamer(space.name),
                     # A trial's process is the next trial's: no process start, and torch's one-off cost of
                     # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
-                    reuse_actors=True,
+                    # Not for multi-worker trials: Tune keeps a paused trial's actor for reuse with its
+                    # training thread parked in tune.report, and that thread's Train run would keep its
+                    # worker group, so under synchronous PBT the trial that should run next never gets one.
+                    reuse_actors=space.workers == 1,
                 ),
                 run_config=tune.RunConfig(
                     name=name,
                     storage_path=storage_path,
                     stop=stopper,
-                    verbose=options.verbose,
+                    verbose=TUNE_VERBOSITY[options.verbose],
                     callbacks=callbacks,
                     failure_config=tune.FailureConfig(max_failures=options.max_failures),
                     # No num_to_keep: Ray would delete a checkpoint the saved state may still point at.
@@ -299,7 +333,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                     ),
                 ),
             )
-            trials, unread = _fit(tuner, experiment_path, meta)
+            trials, unread = _fit(tuner, experiment_path, meta, options.verbose)
             return Outcome(experiment_path, trials, space.metric, meta["params"], unread)
 
 
@@ -312,7 +346,13 @@ def _space_of(meta: dict[str, Any], experiment_path: str) -> Space:
     return spaces.load(source)
 
 
-def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None) -> Outcome:
+def _for_trials(cluster: Cluster, workers: int) -> Cluster:
+    """The cluster, with Ray's State API on a local instance when trials run Ray Train worker groups
+    (see Cluster.state_api)."""
+    return replace(cluster, state_api=workers > 1)
+
+
+def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | None = None, verbose: int = 1) -> Outcome:
     """Continue an interrupted experiment: unfinished and errored trials go on from their latest
     checkpoints; finished trials are kept as they are and not run again."""
     experiment_path = storage.normalize(experiment_path)
@@ -325,7 +365,7 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
                          f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`")
     with _data_dir(data_dir or meta["data_dir"]):
         data = _load_data(parts, space.name)
-        with _interruptible(experiment_path), connect(cluster):
+        with _interruptible(experiment_path), connect(_for_trials(cluster, space.workers), ray_logs=RAY_LOG_LEVELS[verbose]):
             if not tune.Tuner.can_restore(experiment_path):
                 raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
                                  "first trial was recorded); start it again with `tuner run --name <a new name>`")
@@ -335,5 +375,5 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
                 resume_unfinished=True,
                 resume_errored=True,
             )
-            trials, unread = _fit(tuner, experiment_path, meta)
+            trials, unread = _fit(tuner, experiment_path, meta, verbose)
             return Outcome(experiment_path, trials, meta["metric"], meta["params"], unread)

@@ -6,8 +6,9 @@ optuna    Optuna's TPE sampler (OptunaSearch).
 hyperopt  HyperOpt's TPE (HyperOptSearch).
 bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler.
 
-The model-based searchers cannot take grid axes (Ray refuses to convert them), so a space with grid
-axes and one of them is an error before any trial starts.
+The model-based searchers cannot take grid axes (Ray refuses to convert them), so for them a grid
+axis becomes a choice of the same values, as for `random`, with a notice; only an axis whose values a
+searcher cannot sample (lists, dicts) is an error before any trial starts.
 """
 
 from typing import Any
@@ -30,15 +31,27 @@ def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
     return {key: tune.choice(value["grid_search"]) if key in axes else value for key, value in param_space.items()}
 
 
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
 def check(search: str, param_space: dict[str, Any]) -> None:
     if search not in SEARCHERS:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHERS)}")
+    if search in MODEL_BASED:
+        for key in grid_axes(param_space):
+            if not all(_plain(value) for value in param_space[key]["grid_search"]):
+                raise TunerError(f"{search} cannot sample grid axis {key}, whose values are not numbers or strings; "
+                                 "use --search grid or random")
+
+
+def grid_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
+    """The one line that says a model-based searcher takes the grid axes as choices."""
     axes = grid_axes(param_space)
-    if search in MODEL_BASED and axes:
-        raise TunerError(
-            f"{search} cannot take grid axes ({', '.join(axes)}); use --search grid or random, "
-            "or write them as tune.choice([...]) in the space"
-        )
+    if search not in MODEL_BASED or not axes:
+        return None
+    return (f"{search} samples the grid axes ({', '.join(axes)}) as choices of the same values; "
+            f"num_samples = {num_samples} now counts configs in all (--num-samples N for more)")
 
 
 def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
@@ -50,7 +63,10 @@ def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
         generator = tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
         return generator, param_space if search == "grid" else grid_as_choice(param_space)
     if search == "optuna":
+        import optuna
         from ray.tune.search.optuna import OptunaSearch
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # its "new study created" line is noise here
 
         searcher = OptunaSearch(seed=seed)
     elif search == "hyperopt":
@@ -64,4 +80,4 @@ def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
         searcher = TuneBOHB(seed=seed)
     if max_concurrent:
         searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
-    return searcher, param_space
+    return searcher, grid_as_choice(param_space)

@@ -6,6 +6,7 @@ API. Either way the trial's checkpoints are Tune's (`tuner/checkpoint_bridge.py`
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,10 +15,11 @@ import ray.train
 import ray.train.torch
 import torch
 from ray import tune
+from ray.tune.trainable.function_trainable import wrap_function
 from ray.util.queue import Queue
 
 from tuner import storage
-from tuner.checkpoint_bridge import ForwardToTune, fit_reporting_to_tune
+from tuner.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
 from tuner.context import load_checkpoint
 from tuner.data.splits import Splits
 from tuner.trial import Parts, run_trial_loop
@@ -83,16 +85,22 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
         # Every rank must call report (it is a barrier); only rank 0 has a checkpoint to save.
         ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
+        if not tune_lets_training_go_on(loop_config["answers"]):
+            raise TrialStopped
 
-    # The Tune checkpoint the trial hands in (its latest, or a PBT donor's); never the Train run's own,
-    # since each fit is a fresh run.
-    run_trial_loop(setup.parts, loop_config["config"], data=_data(setup), epochs=setup.epochs, seed=setup.seed,
-                   device=device, trial_id=loop_config["trial_id"], report=report,
-                   restored=_restored(loop_config["checkpoint"], device), parallel=setup.parallel)
+    try:
+        # The Tune checkpoint the trial hands in (its latest, or a PBT donor's); never the Train run's
+        # own, since each fit is a fresh run.
+        run_trial_loop(setup.parts, loop_config["config"], data=_data(setup), epochs=setup.epochs, seed=setup.seed,
+                       device=device, trial_id=loop_config["trial_id"], report=report,
+                       restored=_restored(loop_config["checkpoint"], device), parallel=setup.parallel)
+    except TrialStopped:
+        pass  # the run ends as a finished one, and Train releases its worker group
 
 
 def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     context = tune.get_context()
+    trial_id = context.get_trial_id()  # read now: Tune's session is gone once it stopped the trial
     # A fresh Train run for every fit (a retry, a resume, a PBT exploit): the run only stages
     # checkpoints on their way to Tune, and it is deleted afterwards.
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
@@ -100,8 +108,8 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
-        train_loop_config={"config": config, "setup": setup, "trial_id": context.get_trial_id(),
-                           "checkpoint": tune.get_checkpoint()},
+        train_loop_config={"config": config, "setup": setup, "trial_id": trial_id,
+                           "checkpoint": tune.get_checkpoint(), "answers": answers},
         scaling_config=ray.train.ScalingConfig(
             num_workers=setup.workers,
             use_gpu=setup.gpus_per_worker > 0,
@@ -110,15 +118,14 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
         run_config=ray.train.RunConfig(
             name=run_name,
             storage_path=staging,
-            callbacks=[ForwardToTune(reports, answers)],
-            # Safe: the bridge holds Train's controller until Tune has its copy of a checkpoint.
+            callbacks=[ForwardToTune(reports)],
+            # Safe: the workers wait after each report until Tune has its copy of the checkpoint.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
-    try:
-        fit_reporting_to_tune(trainer, reports, answers)
-    finally:
-        _delete_staging(f"{staging}/{run_name}")
+    run = _train_runs[trial_id] = TrainRun(trainer, reports, answers,
+                                           after_fit=lambda: _delete_staging(f"{staging}/{run_name}"))
+    run.run()
 
 
 def _delete_staging(path: str) -> None:
@@ -136,9 +143,34 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         run_on_workers(config, setup)
 
 
+# The Train run of the trial this actor runs, for its cleanup below (a multi-worker trial's actor is
+# never reused, so there is at most one).
+_train_runs: dict[str, TrainRun] = {}
+
+
+def _cleanup_when_train_run_ended(trial_id: str, cleanup: Callable[[], None]) -> None:
+    # A module function, not a method: Ray pickles the trainable class by value, and this dict with it.
+    run = _train_runs.pop(trial_id, None)
+    if run is not None:
+        run.stopping.set()
+    try:
+        cleanup()  # Tune's own: wakes the trial's thread from tune.report with SystemExit
+    finally:
+        if run is not None:
+            run.wait_until_ended()
+
+
 def trainable(setup: TrialSetup):
     if setup.in_process:
         resources = {"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker}
-    else:
-        resources = DRIVER_ONLY_RESOURCES
-    return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
+        return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
+
+    class MultiWorkerTrial(wrap_function(tune.with_parameters(run_trial, setup=setup), name="run_trial")):
+        """Tune's function trainable, whose cleanup (Tune stopping or pausing the trial) waits for the
+        trial's Train run to end by itself: the actor's exit would otherwise kill the Train controller
+        with it, and a killed controller's worker group stays reserved until Ray's cleaner notices."""
+
+        def cleanup(self) -> None:
+            _cleanup_when_train_run_ended(self.trial_id, super().cleanup)
+
+    return tune.with_resources(MultiWorkerTrial, DRIVER_ONLY_RESOURCES)
