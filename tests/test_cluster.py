@@ -140,6 +140,38 @@ def test_run_without_the_token_is_refused(ray_head, workdir):
     assert not (workdir / "results" / "no_token").exists()
 
 
+def _clean_env(home: Path) -> dict[str, str]:
+    """A user's shell: no Ray variables at all, and a home directory of its own."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    return {**env, "HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+
+def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_head, workdir, tmp_path):
+    """As the issue tried it: the token in ~/.ray/auth_token (where `ray get-auth-token --generate` puts
+    it for `ray start`), RAY_AUTH_MODE not set, then `tuner run --address` and `tuner submit`."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(ray_head["token"])
+    command = [sys.executable, "-m", "tuner", "run", "tiny.py", "--address", ray_head["gcs"], "--epochs", "1",
+               "--storage-path", str(workdir / "results"), "--name", "home_token", "-q"]
+    result = subprocess.run(command, cwd=workdir, env=_clean_env(home), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (pd.read_csv(workdir / "results" / "home_token" / "trials.csv")["status"] == "finished").all()
+    submitted = subprocess.run(
+        [sys.executable, "-m", "tuner", "submit", "tiny.py", "--address", ray_head["dashboard"], "--epochs", "1",
+         "--storage-path", str(workdir / "submitted_home"), "--name", "home_token"],
+        cwd=workdir, env=_clean_env(home), capture_output=True, text=True, timeout=300)
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+
+    (home / ".ray" / "auth_token").unlink()
+    refused = subprocess.run([*command[:-2], "no_token", "-q"], cwd=workdir, env=_clean_env(home), capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tuner: error: cannot connect to a Ray cluster at {ray_head['gcs']}") and (
+        "set RAY_AUTH_TOKEN, or put it in ~/.ray/auth_token" in last), last
+
+
 def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
     storage = workdir / "submitted_results"
     result = run_tuner("submit", "tiny.py", "--address", ray_head["dashboard"], "--storage-path", str(storage),

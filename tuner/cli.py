@@ -26,7 +26,8 @@ USAGE_ERROR = 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints usage + message; one line is enough
-        self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {self.prog.split()[-1]} --help)\n")
+        command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
+        self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {command})\n")
 
 
 def _at_least(minimum: int) -> Callable[[str], int]:

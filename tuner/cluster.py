@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import ray
 from ray.exceptions import AuthenticationError
 
+from tuner.cluster_token import refusal_hint, send_token_if_available
 from tuner.errors import TunerError
 
 LOOPBACK = "127.0.0.1"
@@ -83,17 +84,19 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     """Ray, up for the duration of the block, with the dashboard URL printed before the first trial;
     `ray_logs` is the level of the Ray loggers in the processes of a local instance (its raylet starts
     them with this process's environment; a cluster's own nodes keep their level)."""
+    token = None
     if cluster.target != "local":
         check_reachable(cluster.target)
+        token = send_token_if_available()
     os.environ["RAY_LOGGER_LEVEL"] = ray_logs.lower()
     try:
         context = _init(cluster)
     except AuthenticationError:
-        raise TunerError(f"the Ray cluster at {cluster.target} requires a token; set RAY_AUTH_TOKEN to the "
-                         "cluster's token (`ray get-auth-token` on its head node prints it)") from None
+        raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(token)}") from None
     except ConnectionError as err:
-        raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {err} (a cluster with token "
-                         "authentication also refuses a wrong RAY_AUTH_TOKEN)") from None
+        # Ray reports a refused token as a failed connection, after its own retries.
+        raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {err} (if the cluster uses token "
+                         f"authentication, {refusal_hint(token)})") from None
     try:
         if context.dashboard_url:
             print(f"Ray dashboard: http://{context.dashboard_url}{_token_hint()}", flush=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tuner.cluster_token import refusal_hint, send_token_if_available
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.space import Space
 
@@ -89,11 +90,11 @@ def _client(address: str):
         logging.getLogger(name).setLevel(logging.WARNING)
     parts = urlsplit(address)
     check_reachable(f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", shown=address)
+    token = send_token_if_available()
     try:
         return JobSubmissionClient(address)
     except AuthenticationError:
-        raise TunerError(f"the Jobs API at {address} requires the cluster's token; set RAY_AUTH_TOKEN to it "
-                         "(`ray get-auth-token` on the head node prints it)") from None
+        raise TunerError(f"cannot use the Jobs API at {address}: {refusal_hint(token)}") from None
     except (ConnectionError, RuntimeError) as err:
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TunerError(f"cannot use the Jobs API at {address}: {message}") from None
