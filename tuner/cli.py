@@ -136,19 +136,36 @@ def _parser() -> argparse.ArgumentParser:
     submit_cmd.add_argument("--follow", action="store_true", help="stream the job's logs until it ends")
 
     resume_cmd = commands.add_parser("resume", help="continue an interrupted experiment")
-    resume_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
+    resume_cmd.add_argument("experiment", nargs="?",
+                            help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE})")
     resume_cmd.add_argument("--data-dir", help="dataset root, if it moved since the run")
     resume_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
     resume_cmd.add_argument("-v", "--verbose", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--verbose"]["help"])
     resume_cmd.add_argument("-q", "--quiet", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--quiet"]["help"])
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
-    report_cmd.add_argument("experiment", help="the experiment directory that `run` printed")
+    report_cmd.add_argument("experiment", nargs="?",
+                            help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE})")
     report_cmd.add_argument("--top", type=_positive, help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)")
     report_cmd.add_argument("--format", choices=TABLE_FORMATS, default="md", help="the table on stdout: md, csv or json")
     report_cmd.add_argument("--html", action="store_true",
                             help="also write report.html: the table, plots and importance in one file")
+
+    list_cmd = commands.add_parser("list", help="the experiments under a storage path, newest first")
+    list_cmd.add_argument("storage", nargs="?", default=DEFAULT_STORAGE,
+                          help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE})")
     return parser
+
+
+def _experiment(args: argparse.Namespace) -> str:
+    """The experiment directory given, else the newest under the default storage, said on stderr."""
+    if args.experiment:
+        return args.experiment
+    from tuner import experiments
+
+    path = experiments.newest(DEFAULT_STORAGE)
+    print(f"tuner: the newest experiment: {path}", file=sys.stderr)
+    return path
 
 
 def _space_ref(args: argparse.Namespace) -> str:
@@ -219,7 +236,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     from tuner.experiment import resume
 
-    return _summarize(resume(args.experiment, cluster=Cluster(address=args.address), data_dir=args.data_dir,
+    return _summarize(resume(_experiment(args), cluster=Cluster(address=args.address), data_dir=args.data_dir,
                              verbose=_verbosity(args)))
 
 
@@ -263,32 +280,49 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
 def _report(args: argparse.Namespace) -> int:
     from tuner import report
 
-    meta = report.load_meta(args.experiment)
-    trials, history = report.build(args.experiment)
+    experiment = _experiment(args)
+    meta = report.load_meta(experiment)
+    trials, history = report.build(experiment)
     try:
-        report.save(args.experiment, trials, history)
+        report.save(experiment, trials, history)
     except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
-        print(f"tuner: warning: could not rewrite the report files in {args.experiment} "
+        print(f"tuner: warning: could not rewrite the report files in {experiment} "
               f"({err.strerror or err}); the table below is read from Ray's files", file=sys.stderr)
     if args.html:
         from tuner import html_report  # matplotlib loads only for the HTML report
 
-        print(f"html report: {html_report.write(args.experiment, trials, history, meta)}", file=sys.stderr)
+        print(f"html report: {html_report.write(experiment, trials, history, meta)}", file=sys.stderr)
     table = report.ranked(trials, meta["metric"], meta["params"], top=args.top or (DEFAULT_TOP if args.format == "md" else None))
     if args.format == "csv":
         print(table.to_csv(index=False), end="")
     elif args.format == "json":
         print(table.to_json(orient="records", indent=1))
     else:
-        print(f"# {meta['space']}: {len(trials)} trials, ranked by best {meta['metric']} ({meta['mode']})\n")
+        running = (trials["status"] == report.INCOMPLETE).sum() if len(trials) else 0
+        live = f" ({running} still running or interrupted)" if running else ""
+        print(f"# {meta['space']}: {len(trials)} trials{live}, ranked by best {meta['metric']} ({meta['mode']})\n")
         print(table.to_markdown(index=False, floatfmt=".4g"))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from tuner import experiments
+
+    rows = [experiments.summarize(path).row() for path in experiments.find(args.storage)]
+    if not rows:
+        print(f"no experiments under {args.storage}; run one with `python -m tuner run`")
+        return 0
+    import pandas as pd
+
+    print(pd.DataFrame(rows).to_markdown(index=False))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report}[args.command](args)
+        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report,
+                "list": _list}[args.command](args)
     except TunerError as err:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)

@@ -212,7 +212,10 @@ def _fit(tuner: tune.Tuner, experiment_path: str, meta: dict[str, Any], verbose:
         with warnings.catch_warnings(), _ray_output(verbose):
             # Ray suggests reuse_actors under PBT; tuner turns it off for multi-worker trials on purpose.
             warnings.filterwarnings("ignore", message="Consider boosting PBT performance")
-            results = tuner.fit()
+            try:
+                results = tuner.fit()
+            finally:  # Ctrl-C included: the run has ended either way
+                _record_end(experiment_path)
         if results.num_errors:
             # Ray may also end normally, its trials failed on the storage: the same error, and nothing
             # deleted or rewritten (retiring checkpoints would free space and hide the cause).
@@ -234,6 +237,14 @@ def _fit(tuner: tune.Tuner, experiment_path: str, meta: dict[str, Any], verbose:
         raise
 
 
+def _record_end(experiment_path: str) -> None:
+    """When this run of the experiment ended, for `tuner list` (tuner/experiments.py)."""
+    try:
+        storage.write_meta(experiment_path, {**storage.read_meta(experiment_path), "ended_at": time.time()})
+    except OSError:
+        pass  # a full disk: _check_storage below says so; the status is only a listing's nicety
+
+
 def _unread(results: tune.ResultGrid, meta: dict[str, Any], experiment_path: str) -> str | None:
     """The warning naming param_space keys no trial read, also kept in tuner.json; None when every key
     was read, or when no trial got as far as reporting."""
@@ -242,7 +253,7 @@ def _unread(results: tune.ResultGrid, meta: dict[str, Any], experiment_path: str
         return None
     keys = sorted({param.split("/")[0] for param in meta["params"]})
     warning = unread_warning(keys, reads_of(reported), known=hyperparameters.KNOWN)
-    storage.write_meta(experiment_path, {**meta, "unread_params_warning": warning})
+    storage.write_meta(experiment_path, {**storage.read_meta(experiment_path), "unread_params_warning": warning})
     return warning
 
 
@@ -291,6 +302,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 "parallel": space.parallel,
                 "cpus_per_worker": space.cpus_per_worker, "gpus_per_worker": space.gpus_per_worker,
                 "search": space.search, "scheduler": space.scheduler, "seed": options.seed,
+                "started_at": time.time(),
             }
             storage.write_meta(experiment_path, meta)
             callbacks: list[tune.Callback] = [KeepResultRows()]
@@ -369,6 +381,8 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
             if not tune.Tuner.can_restore(experiment_path):
                 raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
                                  "first trial was recorded); start it again with `tuner run --name <a new name>`")
+            # Running again: `tuner list` tells a live run by the end it has not recorded yet.
+            storage.write_meta(experiment_path, {key: value for key, value in meta.items() if key != "ended_at"})
             tuner = tune.Tuner.restore(
                 experiment_path,
                 trainable=trainable(_setup(parts, data, meta, experiment_path)),

@@ -32,9 +32,16 @@ def write_atomic(path_or_uri: str, data: bytes) -> None:
     parent = path.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     temp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
-    with fs.open_output_stream(temp) as out:
-        out.write(data)
-    fs.move(temp, path)
+    try:
+        with fs.open_output_stream(temp) as out:
+            out.write(data)
+        fs.move(temp, path)
+    except OSError:
+        try:
+            fs.delete_file(temp)  # e.g. a full disk: no half-written temp file left behind
+        except OSError:
+            pass
+        raise
 
 
 def read_bytes(path_or_uri: str) -> bytes:
