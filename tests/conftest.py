@@ -82,7 +82,10 @@ def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: f
             assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
             time.sleep(0.3)
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+        try:
+            os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+        except ProcessLookupError:
+            pass  # it ended by itself: the assertion above says so
         driver.wait(timeout=30)
 
 

@@ -82,13 +82,13 @@ def test_pbt_restores_from_a_donor_checkpoint(tmp_path):
 
 
 def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
-    path = space(tmp_path, "long", epochs=400, num_samples=50, lr="tune.loguniform(1e-5, 3e-2)")
+    path = space(tmp_path, "long", epochs=10000, num_samples=50, lr="tune.loguniform(1e-5, 3e-2)")
     started = time.monotonic()
     trials, history = run(tmp_path, path, "--search", "optuna", "--scheduler", "median", "--time-budget", "15s",
                           "--name", "optuna_median")
     assert time.monotonic() - started < 100  # 15 s of trials plus Ray's start-up and teardown
     assert 1 <= len(trials) < 50
-    assert (trials["epochs"] < 400).all()
+    assert (trials["epochs"] < 10000).all()  # ~40 epochs/s here: a budget of 15 s ends every trial early
     assert set(trials["status"]) <= {"stopped early", "not started"}
 
 

@@ -186,7 +186,7 @@ def test_pbt_on_a_users_loop_loads_the_donors_weights_and_the_mutated_lr_reaches
     assert (history["optimizer_lr"] - history["lr"]).abs().max() < 1e-12  # every epoch used its config's lr
 
 
-RESUMABLE = PBT_SPACE.replace('scheduler = "pbt"\n', "").replace("epochs = 4", "epochs = 150").replace(
+RESUMABLE = PBT_SPACE.replace('scheduler = "pbt"\n', "").replace("epochs = 4", "epochs = 600").replace(
     'param_space = {"lr": tune.grid_search([1e-5, 2e-5, 0.05, 0.1])}', 'param_space = {"lr": tune.grid_search([0.01, 0.05])}')
 
 
@@ -206,4 +206,4 @@ def test_a_killed_driver_then_resume_on_an_own_loop_space_loses_no_epoch(tmp_pat
     history = pd.read_parquet(experiment / "history.parquet")
     assert len(trials) == 2 and (trials["status"] == "finished").all()
     for trial_id, rows in history.groupby("trial_id"):
-        assert rows["epoch"].tolist() == list(range(1, 151)), trial_id  # every epoch once, in order
+        assert rows["epoch"].tolist() == list(range(1, 601)), trial_id  # every epoch once, in order

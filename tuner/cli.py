@@ -13,6 +13,7 @@ from tuner import submission
 from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.overrides import parse_sets
+from tuner.tracking import DEFAULT_MLFLOW_STORE
 
 if TYPE_CHECKING:
     from tuner.experiment import Outcome
@@ -92,6 +93,8 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
     ("--max-failures", {"type": _count, "default": 2,
                         "help": "retries of a crashed trial, each from its latest checkpoint (default 2)"}),
+    ("--mlflow", {"nargs": "?", "const": DEFAULT_MLFLOW_STORE, "metavar": "URI",
+                  "help": f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])"}),
     ("--verbose", {"action": "store_true", "help": "Ray's own full output: a table per trial, every log line"}),
     ("--quiet", {"action": "store_true", "help": "print only the final summary"}),
     ("--no-smoke", {"dest": "no_smoke", "action": "store_true",
@@ -199,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
     options = RunOptions(storage_path=args.storage_path, name=args.name, seed=args.seed, data_dir=args.data_dir,
                          max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures,
-                         smoke=not args.no_smoke, verbose=_verbosity(args))
+                         smoke=not args.no_smoke, verbose=_verbosity(args), mlflow=args.mlflow)
     return _summarize(run(space, options))
 
 

@@ -26,6 +26,7 @@ from tuner import (
     schedulers,
     searchers,
     storage,
+    tracking,
 )
 from tuner import space as spaces
 from tuner.checkpoint_retention import RetireCheckpoints, retire_after_fit
@@ -66,6 +67,7 @@ class RunOptions:
     max_failures: int = 2  # retries of a crashed trial, each from its latest checkpoint
     verbose: int = 1  # 0: the summary only (-q), 1: tuner's live view, 2: Ray's own full output (-v)
     smoke: bool = True  # one batch of the space's code on the first config before Ray starts
+    mlflow: str | None = None  # a tracking URI or path: every trial logged to MLflow (tuner/tracking.py)
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,8 @@ def run(space: Space, options: RunOptions) -> Outcome:
         raise TunerError(f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)")
     if problem := storage.write_problem(storage_path):
         raise TunerError(f"cannot write to --storage-path {storage_path}: {problem}; pick another --storage-path")
+    if options.mlflow:
+        tracking.check_installed()
     stopper = budgets.parse_stop(space.stop) if space.stop else None
     parts = _parts(space)
 
@@ -309,6 +313,12 @@ def run(space: Space, options: RunOptions) -> Outcome:
             if options.verbose == 1:
                 callbacks.append(LiveProgress(space.metric, space.mode, meta["params"], space.epochs,
                                               budgets.parse_duration(space.time_budget) if space.time_budget else None))
+            if options.mlflow:
+                callbacks.append(tracking.mlflow_callback(options.mlflow, name))
+                if options.verbose:
+                    uri = tracking.tracking_uri(options.mlflow)
+                    print(f"mlflow: every trial is a run of experiment {name} in {uri} (mlflow ui --backend-store-uri "
+                          f"{uri})", flush=True)
             if schedulers.retires_checkpoints(space.scheduler):
                 callbacks.append(RetireCheckpoints())
             tuner = tune.Tuner(
