@@ -88,6 +88,7 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     if cluster.target != "local":
         check_reachable(cluster.target)
         token = send_token_if_available()
+    previous_level = os.environ.get("RAY_LOGGER_LEVEL")
     os.environ["RAY_LOGGER_LEVEL"] = ray_logs.lower()
     try:
         context = _init(cluster)
@@ -97,6 +98,11 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
         # Ray reports a refused token as a failed connection, after its own retries.
         raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {err} (if the cluster uses token "
                          f"authentication, {refusal_hint(token)})") from None
+    finally:  # the instance's processes have their level now; this process's environment is as it was
+        if previous_level is None:
+            os.environ.pop("RAY_LOGGER_LEVEL", None)
+        else:
+            os.environ["RAY_LOGGER_LEVEL"] = previous_level
     try:
         if context.dashboard_url:
             print(f"Ray dashboard: http://{context.dashboard_url}{_token_hint()}", flush=True)
