@@ -28,6 +28,13 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def format_duration(seconds: float) -> str:
+    """`m:ss`, or `h:mm:ss` from an hour on: how the live view and `tuner list` show elapsed times."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
 @dataclass
 class MetricThreshold(tune.Stopper):
     """Ends the whole experiment once any trial's metric crosses the threshold: a config that is

@@ -19,15 +19,11 @@ from ray import tune
 from ray.tune.experiment import Trial
 from ray.tune.utils import flatten_dict
 
+from tuner.budgets import format_duration
+
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
 REDRAW_PERIOD_S = 1.0  # on a terminal
 _CLEAR_LINE = "\r\x1b[2K"
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 def _value(value: Any) -> str:
@@ -100,9 +96,9 @@ class LiveProgress(tune.Callback):
         elapsed = time.monotonic() - self.started
         parts = [f"{len(ended)}/{total} trials done"]
         parts += [f"{ended.count(how)} {how}" for how in ("stopped early", "errored") if how in ended]
-        parts += [f"{running} running", f"{total - len(ended) - running} waiting", f"{_duration(elapsed)} elapsed"]
+        parts += [f"{running} running", f"{total - len(ended) - running} waiting", f"{format_duration(elapsed)} elapsed"]
         if (left := self._time_left(trials, elapsed)) is not None:
-            parts.append(f"~{_duration(left)} left")
+            parts.append(f"~{format_duration(left)} left")
         if (best := self._best(trials)) is not None:
             parts.append(f"best {best.trial_id} {self.metric}={_value(self._best_of(best))} {self._config(best)}")
         return " · ".join(parts)

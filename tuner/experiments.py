@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow.fs as pafs
 
 from tuner import report, storage
+from tuner.budgets import format_duration
 from tuner.errors import TunerError
 
 RUNNING_WINDOW_S = 30.0
@@ -42,14 +43,8 @@ class Summary:
             "trials": ", ".join(f"{count} {status}" for status, count in counts.items()) or "none yet",
             "best": f"{metric}={scored.iloc[0][f'best_{metric}']:.4g}" if len(scored) else "",
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started)),
-            "ran": _duration(self.ran_s),
+            "ran": format_duration(self.ran_s),
         }
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def _mtime(info: pafs.FileInfo) -> float:
@@ -66,12 +61,13 @@ def find(storage_path: str) -> list[str]:
     for entry in fs.get_file_info(pafs.FileSelector(root)):
         meta = fs.get_file_info(f"{entry.path}/{storage.META_FILE}")
         if entry.type == pafs.FileType.Directory and meta.type == pafs.FileType.File:
-            found.append((_started(f"{storage.normalize(storage_path)}/{entry.base_name}", meta), entry.base_name))
+            path = f"{storage.normalize(storage_path)}/{entry.base_name}"
+            found.append((_started(storage.read_meta(path), meta), entry.base_name))
     return [f"{storage.normalize(storage_path)}/{name}" for _, name in sorted(found, reverse=True)]
 
 
-def _started(path: str, meta_info: pafs.FileInfo) -> float:
-    started = storage.read_meta(path).get("started_at")
+def _started(meta: dict[str, Any], meta_info: pafs.FileInfo) -> float:
+    started = meta.get("started_at")
     return float(started) if started else _mtime(meta_info)  # experiments from before started_at: the meta's time
 
 
@@ -93,7 +89,7 @@ def _last_state_write(path: str) -> float | None:
 def summarize(path: str) -> Summary:
     meta = report.load_meta(path)
     fs, inner = storage.filesystem(path)
-    started = _started(path, fs.get_file_info(f"{inner}/{storage.META_FILE}"))
+    started = _started(meta, fs.get_file_info(f"{inner}/{storage.META_FILE}"))
     trials, _ = report.build(path)
     state = _last_state_write(path)
     ended = meta.get("ended_at")
