@@ -98,7 +98,7 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--verbose", {"action": "store_true", "help": "Ray's own full output: a table per trial, every log line"}),
     ("--quiet", {"action": "store_true", "help": "print only the final summary"}),
     ("--no-smoke", {"dest": "no_smoke", "action": "store_true",
-                    "help": "skip the smoke step (one batch of the space's code on the first config before Ray starts)"}),
+                    "help": "skip the smoke step (one batch of the space's code on the first config, run while Ray starts)"}),
 ]
 
 

@@ -5,6 +5,7 @@ reached by its GCS address (`host:port`), Ray Client (`ray://host:port`) or `aut
 cannot be reached fails in seconds, before Ray's own minute-long retries.
 """
 
+import logging
 import os
 import signal
 import socket
@@ -79,6 +80,29 @@ def _token_hint() -> str:
     return ""
 
 
+class _TokenAuthOnNotice(logging.Filter):
+    """Drops the line Ray logs on every start of a local instance to say token authentication is on.
+    tuner's local instances always keep it on (README says so), so below -v the line is noise; Ray's
+    warning that authentication is off (RAY_AUTH_MODE=disabled) still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+TOKEN_SETUP_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+@contextmanager
+def _quiet_token_notice(quiet: bool) -> Iterator[None]:
+    notice, logger = _TokenAuthOnNotice(), logging.getLogger(TOKEN_SETUP_LOGGER)
+    if quiet:
+        logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
+
+
 @contextmanager
 def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     """Ray, up for the duration of the block, with the dashboard URL printed before the first trial;
@@ -91,7 +115,8 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     previous_level = os.environ.get("RAY_LOGGER_LEVEL")
     os.environ["RAY_LOGGER_LEVEL"] = ray_logs.lower()
     try:
-        context = _init(cluster)
+        with _quiet_token_notice(cluster.target == "local" and ray_logs.upper() != "INFO"):
+            context = _init(cluster)
     except AuthenticationError:
         raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(token)}") from None
     except ConnectionError as err:

@@ -2,13 +2,15 @@
 
 import math
 import os
+import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -168,6 +170,47 @@ def _smoke(space: Space, parts: Parts, data: Splits | None, seed: int, verbose: 
               "(--no-smoke skips it)", flush=True)
 
 
+T = TypeVar("T")
+
+
+def _while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:
+    """Starts `work` on a daemon thread; returns the function that waits for its result or raises its
+    error. Not a ThreadPoolExecutor: the interpreter joins its threads at exit, so a space's dataset()
+    that hangs would keep the process alive after Ctrl-C."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as error:  # the space's own code may raise anything; result() re-raises it
+            future.set_exception(error)
+
+    def result() -> T:
+        # Polled, not one blocking wait: once Ray runs, a Ctrl-C may land on one of its threads, and
+        # Python acts on it only when this thread next runs its own code.
+        while not future.done():
+            time.sleep(0.1)
+        return future.result()
+
+    threading.Thread(target=run, name="tuner-prepare", daemon=True).start()
+    return result
+
+
+def _parts_and_data(space: Space) -> tuple[Parts, Splits | None]:
+    """The space's parts (importing a shipped dataset's library: scikit-learn takes ~1 s) and the data
+    every trial shares (None when each loads its own)."""
+    parts = _parts(space)
+    return parts, _load_data(parts, space.name)
+
+
+def _prepare(space: Space, options: RunOptions) -> tuple[Parts, Splits | None]:
+    """_parts_and_data, and the smoke step on them."""
+    parts, data = _parts_and_data(space)
+    if options.smoke:
+        _smoke(space, parts, data, options.seed, options.verbose)
+    return parts, data
+
+
 @contextmanager
 def _interruptible(experiment_path: str) -> Iterator[None]:
     """A first Ctrl-C makes Ray Tune save its state and return; a second one (while Ray saves, the
@@ -283,13 +326,14 @@ def run(space: Space, options: RunOptions) -> Outcome:
     if options.mlflow:
         tracking.check_installed()
     stopper = budgets.parse_stop(space.stop) if space.stop else None
-    parts = _parts(space)
 
     with _data_dir(options.data_dir):
-        data = _load_data(parts, space.name)  # a missing data root fails here, before Ray starts
-        if options.smoke:
-            _smoke(space, parts, data, options.seed, options.verbose)
+        # Ray's start (2.3-3.5 s here) is mostly waiting on the processes it spawns, so the data load
+        # and the smoke step (together 1-3 s) run meanwhile; their errors surface once Ray is up, before
+        # anything is written. Measured by bench/peers.py.
+        prepared = _while_ray_starts(lambda: _prepare(space, options))
         with _interruptible(experiment_path), connect(_for_trials(options.cluster, space.workers), ray_logs=RAY_LOG_LEVELS[options.verbose]):
+            parts, data = prepared()
             fits = _check_resources(space)
             max_concurrent = options.max_concurrent or space.max_concurrent or fits
             search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples,
@@ -380,14 +424,14 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
     experiment_path = storage.normalize(experiment_path)
     meta = report.load_meta(experiment_path)
     space = _space_of(meta, experiment_path)
-    parts = _parts(space)
     if torn := saved_state.cut_short(experiment_path):
         raise TunerError(f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
                          "written when the disk filled); the results so far are kept: python -m tuner report "
                          f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`")
     with _data_dir(data_dir or meta["data_dir"]):
-        data = _load_data(parts, space.name)
+        loaded = _while_ray_starts(lambda: _parts_and_data(space))  # as in run()
         with _interruptible(experiment_path), connect(_for_trials(cluster, space.workers), ray_logs=RAY_LOG_LEVELS[verbose]):
+            parts, data = loaded()
             if not tune.Tuner.can_restore(experiment_path):
                 raise TunerError(f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
                                  "first trial was recorded); start it again with `tuner run --name <a new name>`")
