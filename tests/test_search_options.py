@@ -143,3 +143,78 @@ def test_every_searcher_carries_the_concurrency_limit(search):
     space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
     algorithm, _ = searchers.build(search, space, num_samples=4, seed=0, max_concurrent=2)
     assert algorithm.max_concurrent == 2
+
+
+def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:
+    """The configs Ray's generator hands out for `search`, as Tune would ask for them."""
+    generator, param_space = searchers.build(search, space, num_samples=num_samples, seed=seed)
+    count = searchers.trials(search, space, num_samples)
+    generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": count}})
+    configs = []
+    while (trial := generator.next_trial()) is not None:
+        configs.append(trial.config)
+    return configs
+
+
+FINITE = {"lr": tune.grid_search([1e-3, 1e-2, 1e-1]), "hidden": tune.choice([16, 32, 64, 128]),
+          "optimizer": tune.choice(["adam", "sgd"]), "batch_size": 64}  # 3 x 4 x 2 = 24 configs
+
+
+def _key(config: dict) -> tuple:
+    return config["lr"], config["hidden"], config["optimizer"]
+
+
+def test_random_search_over_a_finite_space_runs_every_config_once():
+    configs = _all_variants("random", FINITE, num_samples=24)
+    assert len(configs) == 24
+    expected = {(lr, hidden, optimizer) for lr in (1e-3, 1e-2, 1e-1) for hidden in (16, 32, 64, 128)
+                for optimizer in ("adam", "sgd")}
+    assert {_key(config) for config in configs} == expected  # 24 distinct: each config exactly once
+    assert all(config["batch_size"] == 64 for config in configs)
+    # A different seed: the same set in another order.
+    again = _all_variants("random", FINITE, num_samples=24, seed=1)
+    assert {_key(config) for config in again} == expected and [_key(c) for c in again] != [_key(c) for c in configs]
+
+
+def test_random_search_draws_distinct_configs_and_caps_at_the_space():
+    configs = _all_variants("random", FINITE, num_samples=10)
+    assert len({_key(config) for config in configs}) == 10
+    assert _all_variants("random", FINITE, num_samples=10) == configs  # seeded
+    assert len(_all_variants("random", FINITE, num_samples=100)) == 24
+    assert searchers.random_notice("random", FINITE, 100) == (
+        "random: the space has 24 distinct configs, so 24 trials run (each config once), not num_samples = 100")
+    assert searchers.random_notice("random", FINITE, 24) is None
+
+
+def test_random_search_samples_ranges_with_replacement_as_before():
+    assert searchers.discrete_axes(SPACE) is None  # lr and dropout are ranges
+    assert searchers.trials("random", SPACE, 50) == 50
+    assert len(_all_variants("random", SPACE, num_samples=5)) == 5
+
+
+def test_a_huge_finite_space_is_sampled_without_enumerating_it():
+    huge = {f"k{i}": tune.choice(list(range(10))) for i in range(12)}  # 10^12 configs
+    configs = _all_variants("random", huge, num_samples=5)
+    assert len({tuple(sorted(config.items())) for config in configs}) == 5
+
+
+def test_auto_runs_a_small_finite_space_whole():
+    choice = searchers.choose({"lr": tune.grid_search([1e-3, 1e-2, 1e-1]), "hidden": tune.grid_search([32, 64, 128])},
+                              num_samples=1, scheduler="fifo")
+    assert (choice.search, choice.scheduler, choice.num_samples) == ("random", "fifo", 9)
+    assert choice.reason == ("search auto: every one of the space's 9 configs once, in random order "
+                             "(a finite space of <= 16 configs)")
+    # num_samples above the threshold is a budget for the whole space too.
+    assert searchers.choose(FINITE, num_samples=24, scheduler="fifo").search == "random"
+
+
+def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
+    large = searchers.choose(FINITE, num_samples=1, scheduler="fifo")
+    assert (large.search, large.scheduler, large.num_samples) == ("optuna", "asha", 16)
+    assert large.reason == ("search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more "
+                            "than 16; --search grid runs every one)")
+    ranges = searchers.choose(SPACE, num_samples=40, scheduler="fifo")
+    assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", 40)
+    assert "the space samples from a range" in ranges.reason
+    assert searchers.choose(SPACE, num_samples=40, scheduler="median").scheduler == "median"  # the space's own
+    assert searchers.choose(SPACE, num_samples=8, scheduler="pbt").search == "random"

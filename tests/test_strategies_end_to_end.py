@@ -107,3 +107,13 @@ def test_bohb(tmp_path):
     # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
     assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
 
+
+def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
+    path = space(tmp_path, "finite", epochs=1, num_samples=1, lr="tune.grid_search([1e-3, 1e-2, 3e-2])")
+    result = run_tuner("run", path, "--search", "auto", "--name", "auto", "--storage-path", "results", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("tuner: search auto: every one of the space's 6 configs once, in random order (a finite space of <= 16 "
+            "configs)") in result.stdout
+    trials = pd.read_csv(tmp_path / "results" / "auto" / "trials.csv")
+    assert sorted(zip(trials["lr"], trials["hidden"])) == sorted((lr, hidden) for lr in (1e-3, 1e-2, 3e-2)
+                                                                 for hidden in (16, 32))

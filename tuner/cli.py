@@ -87,7 +87,7 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
     ("--set", {"dest": "sets", "action": "append", "default": [], "metavar": "KEY=VALUE",
                "help": "pin a hyperparameter to one value; repeatable"}),
-    ("--search", {"help": "grid | random | optuna | hyperopt | bohb (default: the space's, else grid)"}),
+    ("--search", {"help": "grid | random | optuna | hyperopt | bohb | auto (default: the space's, else grid)"}),
     ("--scheduler", {"help": "fifo | asha | hyperband | median | pbt (default: the space's, else fifo)"}),
     ("--time-budget", {"help": "stop starting and running trials after this long: 90s, 30m, 2h"}),
     ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),

@@ -326,6 +326,11 @@ def run(space: Space, options: RunOptions) -> Outcome:
     if options.mlflow:
         tracking.check_installed()
     stopper = budgets.parse_stop(space.stop) if space.stop else None
+    if space.search == "auto":
+        choice = searchers.choose(space.param_space, space.num_samples, space.scheduler)
+        space = replace(space, search=choice.search, scheduler=choice.scheduler, num_samples=choice.num_samples)
+        if options.verbose:
+            print(f"tuner: {choice.reason}", flush=True)
 
     with _data_dir(options.data_dir):
         # Ray's start (2.3-3.5 s here) is mostly waiting on the processes it spawns, so the data load
@@ -338,8 +343,11 @@ def run(space: Space, options: RunOptions) -> Outcome:
             max_concurrent = options.max_concurrent or space.max_concurrent or fits
             search_alg, param_space = searchers.build(space.search, space.param_space, space.num_samples,
                                                       options.seed, max_concurrent)
-            if options.verbose and (notice := searchers.grid_notice(space.search, space.param_space, space.num_samples)):
-                print(f"tuner: {notice}", flush=True)
+            if options.verbose:
+                for notice in (searchers.grid_notice(space.search, space.param_space, space.num_samples),
+                               searchers.random_notice(space.search, space.param_space, space.num_samples)):
+                    if notice:
+                        print(f"tuner: {notice}", flush=True)
             # Everything `resume` needs to rebuild the trainable; Ray's own tuner.pkl keeps the rest.
             meta = {
                 "space": space.name, "source": str(Path(space.source).resolve()) if space.source else "",
@@ -371,7 +379,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
                 tune_config=tune.TuneConfig(
                     metric=space.metric,
                     mode=space.mode,
-                    num_samples=space.num_samples,
+                    num_samples=searchers.trials(space.search, space.param_space, space.num_samples),
                     search_alg=search_alg,
                     scheduler=schedulers.build(space.scheduler, space.search, space.param_space, space.epochs,
                                                space.pbt_mutable),

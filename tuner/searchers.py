@@ -2,23 +2,36 @@
 
 grid      Ray's BasicVariantGenerator: grid axes crossed, `num_samples` random draws of the rest per point.
 random    the same generator with every grid axis turned into `tune.choice`: `num_samples` configs in all.
+          Over a space of only grid axes and choices, distinct configs (drawn without replacement, handed
+          to the generator as its points_to_evaluate): 24 independent draws from 24 configs would cover
+          only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
 optuna    Optuna's TPE sampler (OptunaSearch).
 hyperopt  HyperOpt's TPE (HyperOptSearch).
 bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler.
+auto      one of the above, picked from the space and num_samples (`choose`), named with its reason
+          in one line before the first trial.
 
 The model-based searchers cannot take grid axes (Ray refuses to convert them), so for them a grid
 axis becomes a choice of the same values, as for `random`, with a notice; only an axis whose values a
 searcher cannot sample (lists, dicts) is an error before any trial starts.
 """
 
+import math
+import random
+from dataclasses import dataclass
 from typing import Any
 
 from ray import tune
+from ray.tune.search.sample import Categorical, Domain
 
 from tuner.errors import TunerError
 
-SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bohb")
+SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
 MODEL_BASED = ("optuna", "hyperopt", "bohb")
+# --search auto runs every config of a finite space of at most this many (or num_samples, if more),
+# and otherwise at least this many configs under TPE with ASHA. A starting point, not yet chosen by
+# bench/search_efficiency.py over several seeds (see README).
+AUTO_WHOLE_SPACE_MAX = 16
 
 
 def grid_axes(param_space: dict[str, Any]) -> list[str]:
@@ -54,14 +67,97 @@ def grid_notice(search: str, param_space: dict[str, Any], num_samples: int) -> s
             f"num_samples = {num_samples} now counts configs in all (--num-samples N for more)")
 
 
+def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """Each searched key's values when every one is a finite set (a grid axis or tune.choice) and the
+    rest are constants; None when a key is sampled from a range or nested."""
+    axes: dict[str, list[Any]] = {}
+    for key, value in param_space.items():
+        if isinstance(value, dict) and "grid_search" in value:
+            axes[key] = list(value["grid_search"])
+        elif isinstance(value, Categorical):
+            axes[key] = list(value.categories)
+        elif isinstance(value, (Domain, dict)):
+            return None
+    return axes
+
+
+def distinct_configs(axes: dict[str, list[Any]]) -> int:
+    return math.prod(len(values) for values in axes.values())
+
+
+def trials(search: str, param_space: dict[str, Any], num_samples: int) -> int:
+    """Tune's num_samples: `random` over a finite space runs each config at most once."""
+    if search == "random" and (axes := discrete_axes(param_space)) is not None:
+        return min(num_samples, distinct_configs(axes))
+    return num_samples
+
+
+def random_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
+    """The one line that says `random` runs fewer trials than asked, because the space has fewer configs."""
+    if search != "random" or (axes := discrete_axes(param_space)) is None:
+        return None
+    if num_samples <= (count := distinct_configs(axes)):
+        return None
+    return (f"random: the space has {count} distinct configs, so {count} trials run (each config once), "
+            f"not num_samples = {num_samples}")
+
+
+def _without_replacement(axes: dict[str, list[Any]], count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` distinct configs, drawn uniformly: indices into the space's mixed-radix numbering, so a
+    huge space is never enumerated."""
+    configs = []
+    for index in random.Random(seed).sample(range(distinct_configs(axes)), count):
+        config = {}
+        for key, values in axes.items():
+            index, digit = divmod(index, len(values))
+            config[key] = values[digit]
+        configs.append(config)
+    return configs
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    search: str
+    scheduler: str
+    num_samples: int
+    reason: str  # the one line printed before the first trial
+
+
+def choose(param_space: dict[str, Any], num_samples: int, scheduler: str) -> AutoChoice:
+    """What --search auto runs. A finite space small enough to run whole: every config once, in random
+    order (random draws without replacement; unlike grid order, a time budget that ends the search early
+    leaves an even sample). Otherwise TPE with ASHA stopping the weak trials early (the space's scheduler
+    if it names one other than fifo; under pbt, random, since PBT's mutations would mislead TPE's model)."""
+    axes = discrete_axes(param_space)
+    whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
+    if axes is not None and (count := distinct_configs(axes)) <= whole:
+        return AutoChoice("random", scheduler, count,
+                          f"search auto: every one of the space's {count} configs once, in random order "
+                          f"(a finite space of <= {whole} configs)")
+    why = (f"the space has {distinct_configs(axes)} configs, more than {whole}; --search grid runs every one"
+           if axes is not None else "the space samples from a range")
+    if scheduler == "pbt":
+        return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
+    chosen = "asha" if scheduler == "fifo" else scheduler
+    return AutoChoice("optuna", chosen, whole,
+                      f"search auto: optuna (TPE) with {chosen}, {whole} configs ({why})")
+
+
 def build(search: str, param_space: dict[str, Any], num_samples: int, seed: int,
           max_concurrent: int = 0) -> tuple[Any, dict[str, Any]]:
     """The search algorithm for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
-    (0: no limit), and the param_space to give the Tuner."""
+    (0: no limit), and the param_space to give the Tuner. `auto` is resolved before, by `choose`."""
     check(search, param_space)
-    if search in ("grid", "random"):
-        generator = tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
-        return generator, param_space if search == "grid" else grid_as_choice(param_space)
+    if search == "auto":
+        raise ValueError("searchers.build takes the search that searchers.choose picked for auto, not auto")
+    if search == "grid":
+        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent), param_space
+    if search == "random":
+        axes = discrete_axes(param_space)
+        points = None if axes is None else _without_replacement(axes, trials(search, param_space, num_samples), seed)
+        generator = tune.search.BasicVariantGenerator(points_to_evaluate=points, random_state=seed,
+                                                      max_concurrent=max_concurrent)
+        return generator, grid_as_choice(param_space)
     if search == "optuna":
         import optuna
         from ray.tune.search.optuna import OptunaSearch
