@@ -57,6 +57,16 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.fixture
+def without_session_ray(capsys):
+    """For an in-process `tuner run` that starts its own Ray (the data load and the smoke step run while
+    it starts): a session instance an earlier module's `local_ray` left connected would make that
+    ray.init fail. Ray's auto-init brings one back for any later test."""
+    if ray.is_initialized():
+        ray.shutdown()
+        capsys.readouterr()  # the log lines Ray flushes as it shuts down are the earlier tests'
+
+
 def tuner_command(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     full_env.pop("TUNER_DATA_DIR", None)

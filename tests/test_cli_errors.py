@@ -73,7 +73,7 @@ SPACE_FILES = {
         (["submit", "--address", "http://127.0.0.1:1", str(SPACES / "digits_mlp.py")], "is outside the current directory"),
     ],
 )
-def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, args, message):
+def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, without_session_ray, args, message):
     """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
     an exception that escaped `main` would fail the test with its traceback."""
     for name, text in SPACE_FILES.items():

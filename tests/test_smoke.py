@@ -61,7 +61,8 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
-def test_broken_space_code_fails_before_ray_with_the_users_traceback(tmp_path, monkeypatch, capsys, name):
+def test_broken_space_code_fails_before_any_trial_with_the_users_traceback(tmp_path, monkeypatch, capsys,
+                                                                            without_session_ray, name):
     (tmp_path / name).write_text(textwrap.dedent(BROKEN[name]))
     monkeypatch.chdir(tmp_path)
     before = set(tmp_path.iterdir())
