@@ -179,7 +179,7 @@ def _while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:
     that hangs would keep the process alive after Ctrl-C."""
     future: Future[T] = Future()
 
-    def run() -> None:
+    def keep_outcome() -> None:
         try:
             future.set_result(work())
         except BaseException as error:  # the space's own code may raise anything; result() re-raises it
@@ -192,7 +192,7 @@ def _while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:
             time.sleep(0.1)
         return future.result()
 
-    threading.Thread(target=run, name="tuner-prepare", daemon=True).start()
+    threading.Thread(target=keep_outcome, name="tuner-prepare", daemon=True).start()
     return result
 
 
