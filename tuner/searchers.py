@@ -34,8 +34,12 @@ MODEL_BASED = ("optuna", "hyperopt", "bohb")
 AUTO_WHOLE_SPACE_MAX = 16
 
 
+def _is_grid(value: Any) -> bool:
+    return isinstance(value, dict) and "grid_search" in value
+
+
 def grid_axes(param_space: dict[str, Any]) -> list[str]:
-    return sorted(key for key, value in param_space.items() if isinstance(value, dict) and "grid_search" in value)
+    return sorted(key for key, value in param_space.items() if _is_grid(value))
 
 
 def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +76,7 @@ def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:
     rest are constants; None when a key is sampled from a range or nested."""
     axes: dict[str, list[Any]] = {}
     for key, value in param_space.items():
-        if isinstance(value, dict) and "grid_search" in value:
+        if _is_grid(value):
             axes[key] = list(value["grid_search"])
         elif isinstance(value, Categorical):
             axes[key] = list(value.categories)
@@ -94,9 +98,7 @@ def trials(search: str, param_space: dict[str, Any], num_samples: int) -> int:
 
 def random_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
     """The one line that says `random` runs fewer trials than asked, because the space has fewer configs."""
-    if search != "random" or (axes := discrete_axes(param_space)) is None:
-        return None
-    if num_samples <= (count := distinct_configs(axes)):
+    if (count := trials(search, param_space, num_samples)) == num_samples:
         return None
     return (f"random: the space has {count} distinct configs, so {count} trials run (each config once), "
             f"not num_samples = {num_samples}")
@@ -129,13 +131,14 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str) -> Aut
     leaves an even sample). Otherwise TPE with ASHA stopping the weak trials early (the space's scheduler
     if it names one other than fifo; under pbt, random, since PBT's mutations would mislead TPE's model)."""
     axes = discrete_axes(param_space)
+    count = None if axes is None else distinct_configs(axes)
     whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
-    if axes is not None and (count := distinct_configs(axes)) <= whole:
+    if count is not None and count <= whole:
         return AutoChoice("random", scheduler, count,
                           f"search auto: every one of the space's {count} configs once, in random order "
                           f"(a finite space of <= {whole} configs)")
-    why = (f"the space has {distinct_configs(axes)} configs, more than {whole}; --search grid runs every one"
-           if axes is not None else "the space samples from a range")
+    why = (f"the space has {count} configs, more than {whole}; --search grid runs every one"
+           if count is not None else "the space samples from a range")
     if scheduler == "pbt":
         return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
     chosen = "asha" if scheduler == "fifo" else scheduler
