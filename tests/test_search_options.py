@@ -211,8 +211,12 @@ def test_auto_runs_a_small_finite_space_whole():
 def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
     large = searchers.choose(FINITE, num_samples=1, scheduler="fifo")
     assert (large.search, large.scheduler, large.num_samples) == ("optuna", "asha", 16)
-    assert large.reason == ("search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more "
-                            "than 16; --search grid runs every one)")
+    # FINITE has tune.choice axes, which grid would sample rather than cross: no hint to use grid.
+    assert large.reason == "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16)"
+    all_grid = {key: tune.grid_search(values) for key, values in searchers.discrete_axes(FINITE).items()}
+    assert searchers.choose(all_grid, num_samples=1, scheduler="fifo").reason == (
+        "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16; --search grid "
+        "runs every one)")
     ranges = searchers.choose(SPACE, num_samples=40, scheduler="fifo")
     assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", 40)
     assert "the space samples from a range" in ranges.reason

@@ -137,8 +137,11 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str) -> Aut
         return AutoChoice("random", scheduler, count,
                           f"search auto: every one of the space's {count} configs once, in random order "
                           f"(a finite space of <= {whole} configs)")
-    why = (f"the space has {count} configs, more than {whole}; --search grid runs every one"
-           if count is not None else "the space samples from a range")
+    if axes is None:
+        why = "the space samples from a range"
+    else:  # grid crosses grid axes only: a tune.choice it samples, so only an all-grid space runs whole
+        whole_by_grid = "; --search grid runs every one" if len(grid_axes(param_space)) == len(axes) else ""
+        why = f"the space has {count} configs, more than {whole}{whole_by_grid}"
     if scheduler == "pbt":
         return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
     chosen = "asha" if scheduler == "fifo" else scheduler
