@@ -11,13 +11,15 @@ function in minutes.
 """
 
 import argparse
+import contextlib
 import tempfile
 import time
+from collections.abc import Iterator
 
 import pandas as pd
 from ray import tune
 
-from tuner import analysis
+from tuner import analysis, schedulers
 from tuner.experiment import RunOptions, run
 from tuner.searchers import grid_as_choice
 from tuner.space import Space, validate
@@ -31,11 +33,23 @@ GRID = {
     "hidden": 64,
     "batch_size": 64,
 }
-STRATEGIES = [  # (label, search, scheduler)
-    ("grid + fifo", "grid", "fifo"),
-    ("random + asha", "random", "asha"),
-    ("optuna + asha", "optuna", "asha"),
+STRATEGIES = [  # (label, search, scheduler, ASHA's (grace period, reduction factor); None: tuner's default)
+    ("grid + fifo", "grid", "fifo", None),
+    ("random + asha", "random", "asha", None),
+    ("optuna + asha", "optuna", "asha", None),
 ]
+
+
+@contextlib.contextmanager
+def asha_shape(shape: tuple[int, int] | None) -> Iterator[None]:
+    """Runs tuner's own experiment path with another ASHA shape: the scheduler is built in this process."""
+    default = schedulers.asha_shape
+    if shape is not None:
+        schedulers.asha_shape = lambda epochs: shape
+    try:
+        yield
+    finally:
+        schedulers.asha_shape = default
 
 
 def make_space(search: str, scheduler: str, epochs: int) -> Space:
@@ -59,17 +73,28 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5, help="each strategy with seeds 0 .. N-1; medians shown")
     parser.add_argument("--storage", default=None, help="keep the experiments here (default: a temp dir)")
+    parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
+                        help="also run random and optuna under ASHA with these grace periods and reduction "
+                             "factors (e.g. 1:2 3:3), beside tuner's default shape")
     args = parser.parse_args()
     storage = args.storage or tempfile.mkdtemp(prefix="tuner-bench-")
+    strategies = list(STRATEGIES)
+    for text in args.asha_shapes:
+        grace, factor = (int(part) for part in text.split(":"))
+        strategies += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
+                       for search in ("random", "optuna")]
+    print(f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = "
+          f"{schedulers.asha_shape(args.epochs)}", flush=True)
 
     rows = []
     for seed in range(args.seeds):
         runs = []
-        for label, search, scheduler in STRATEGIES:
+        for label, search, scheduler, shape in strategies:
             space = make_space(search, scheduler, args.epochs)
             started = time.perf_counter()
-            outcome = run(space, RunOptions(storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}",
-                                            seed=seed, verbose=0))
+            with asha_shape(shape):
+                outcome = run(space, RunOptions(storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}",
+                                                seed=seed, verbose=0))
             wall = time.perf_counter() - started
             runs.append((label, analysis.load(outcome.experiment_path), wall))
             print(f"seed {seed}, {label}: {wall:.0f} s", flush=True)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import ray
 from ray import tune
+from ray.tune.schedulers import ASHAScheduler
 
 sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a package
 from hartmann import MINIMUM, hartmann6
@@ -44,21 +45,25 @@ def objective(config: dict[str, Any]) -> None:
 
 
 def run(search: str, scheduler: str, param_space: dict[str, Any], trials: int, epochs: int, seed: int,
-        storage: str) -> tuple[pd.DataFrame, float]:
-    """One experiment; its result rows in the order they arrived, and its wall time."""
+        storage: str, shape: tuple[int, int] | None = None) -> tuple[pd.DataFrame, float]:
+    """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
+    (grace period, reduction factor) in place of tuner's default (schedulers.asha_shape)."""
     # Limited as tuner.experiment.run limits them by default: as many as fit. Under HyperBand this
     # limit counts the trials paused at a rung, so a bracket larger than it never fills and nothing is
     # stopped (576 trial-epochs with the limit, 336 without, one seed); without it, Ray's HyperBand can
     # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at
     # 20 seeds), so tuner keeps the limit and --search auto picks ASHA.
     algorithm, space = searchers.build(search, param_space, trials, seed, max_concurrent=CONCURRENT)
+    trial_scheduler = (schedulers.build(scheduler, search, param_space, epochs) if shape is None else
+                       ASHAScheduler(time_attr=schedulers.TIME_ATTR, max_t=epochs, grace_period=shape[0],
+                                     reduction_factor=shape[1]))
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),
         param_space={**space, "epochs": epochs},
         tune_config=tune.TuneConfig(metric="value", mode="min", num_samples=searchers.trials(search, param_space, trials),
                                     search_alg=algorithm, reuse_actors=True,
-                                    scheduler=schedulers.build(scheduler, search, param_space, epochs)),
+                                    scheduler=trial_scheduler),
         run_config=tune.RunConfig(storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", verbose=0),
     ).fit()
     wall = time.perf_counter() - started
@@ -99,6 +104,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9, help="fidelity steps per trial (ASHA's rungs: 1, 3, 9)")
     parser.add_argument("--grid-levels", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--plot", default=None, help="write the regret curves to this PNG")
+    parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
+                        help="also run random and optuna under ASHA with these grace periods and reduction "
+                             "factors (e.g. 1:2 3:3), beside tuner's default shape")
+    parser.add_argument("--only", nargs="*", default=None, metavar="SEARCH+SCHEDULER",
+                        help="run only these of the default strategies (e.g. optuna+asha); grids always run")
     args = parser.parse_args()
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # Ray's older console engine prints nothing at verbose=0
     ray.init(num_cpus=CONCURRENT, include_dashboard=False, logging_level="ERROR")
@@ -113,11 +123,20 @@ def main() -> None:
                      "wall_s": wall})
         print(f"{label}: regret {curves[label][0][-1]:.4f}, {len(history)} trial-epochs, {wall:.0f} s", flush=True)
     ranges = {name: tune.uniform(0.0, 1.0) for name in DIMENSIONS}
-    for search, scheduler in STRATEGIES:
-        label = f"{search} + {scheduler}"
+    default_shape = schedulers.asha_shape(args.epochs)
+    print(f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor "
+          f"{default_shape[1]}", flush=True)
+    variants: list[tuple[str, str, str, tuple[int, int] | None]] = [
+        (f"{search} + {scheduler}", search, scheduler, None) for search, scheduler in STRATEGIES
+        if args.only is None or f"{search}+{scheduler}" in args.only]
+    for text in args.asha_shapes:
+        grace, factor = (int(part) for part in text.split(":"))
+        variants += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
+                     for search in ("random", "optuna")]
+    for label, search, scheduler, shape in variants:
         curves[label] = []
         for seed in range(args.seeds):
-            history, wall = run(search, scheduler, ranges, args.trials, args.epochs, seed, storage)
+            history, wall = run(search, scheduler, ranges, args.trials, args.epochs, seed, storage, shape)
             curve = best_so_far(history, args.epochs)
             curves[label].append(curve)
             rows.append({"strategy": label, "seed": seed, "regret": curve[-1], "trial_epochs": len(history),

@@ -1,6 +1,12 @@
 """Which config keys a trial read, and the warning about the ones nobody did."""
 
-from tuner.config_reads import ReadTrackingConfig, reads_of, unread_warning
+import pytest
+import torch
+
+from tuner.config_reads import RESULT_KEY, ReadTrackingConfig, reads_of, unread_warning
+from tuner.hyperparameters import KNOWN
+from tuner.smoke import smoke_test
+from tuner.trial import Parts
 
 
 def test_every_way_of_reading_counts():
@@ -35,3 +41,14 @@ def test_the_warning_names_unread_keys_with_what_they_were_probably_meant_to_be(
     assert "depth" not in line
     assert unread_warning(["lr"], {"lr"}) is None
     assert "wd (did you mean weight_decay?)" in unread_warning(["wd"], set(), known=["weight_decay"])
+
+
+@pytest.mark.parametrize("model, config, ignored", [
+    ("resnet18", {"lr": 1e-3, "dropout": 0.3, "batch_size": 16}, "dropout"),  # resnet18 has no dropout layer
+    ("mlp", {"optimizer": "adam", "momentum": 0.5, "batch_size": 16}, "momentum"),  # adam takes betas instead
+])
+def test_a_hyperparameter_the_shipped_parts_ignore_is_named_after_a_real_step(model, config, ignored):
+    parts = Parts.of(model=model, dataset="digits", loss=None, metrics=None, optimizer=None, train_loop=None)
+    result = smoke_test(parts, config, data=None, epochs=1, seed=0, device=torch.device("cpu"), space="ignored")
+    warning = unread_warning(sorted(config), reads_of([result.metrics[RESULT_KEY]]), known=KNOWN)
+    assert warning is not None and warning.endswith(ignored)

@@ -12,6 +12,7 @@ from tuner import space as spaces
 from tuner import submission
 from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
+from tuner.hyperparameters import MAX_SEED
 from tuner.overrides import parse_sets
 from tuner.tracking import DEFAULT_MLFLOW_STORE
 
@@ -45,6 +46,13 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 
 _positive, _count = _at_least(1), _at_least(0)
+
+
+def _seed(text: str) -> int:
+    seed = _count(text)
+    if seed > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SEED} (numpy's seed range), not {seed}")
+    return seed
 
 
 def _non_negative_number(text: str) -> float:
@@ -83,7 +91,7 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--gpus-per-worker", {"type": _non_negative_number}),
     ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
     ("--name", {"type": _experiment_name, "help": "experiment name (default: <space>-<timestamp>)"}),
-    ("--seed", {"type": _count, "default": 0}),
+    ("--seed", {"type": _seed, "default": 0}),
     ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
     ("--set", {"dest": "sets", "action": "append", "default": [], "metavar": "KEY=VALUE",
                "help": "pin a hyperparameter to one value; repeatable"}),
@@ -157,6 +165,8 @@ def _parser() -> argparse.ArgumentParser:
     list_cmd = commands.add_parser("list", help="the experiments under a storage path, newest first")
     list_cmd.add_argument("storage", nargs="?", default=DEFAULT_STORAGE,
                           help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE})")
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -322,7 +332,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return {"run": _run, "submit": _submit, "resume": _resume, "report": _report,
                 "list": _list}[args.command](args)

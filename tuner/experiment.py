@@ -43,19 +43,10 @@ from tuner.space import Space
 from tuner.trainable import TrialSetup, trainable
 from tuner.trial import Parts
 from tuner.trial_logs import KeepResultRows
+from tuner.trial_names import TrialNamer
 from tuner.user_traceback import UserCodeError
 
 SNAPSHOT_PERIOD_S = "2"
-
-
-@dataclass(frozen=True)
-class TrialNamer:
-    """Names trials and their directories `<space>_<trial id>`: short, and unique within the experiment."""
-
-    space: str
-
-    def __call__(self, trial: tune.experiment.Trial) -> str:
-        return f"{self.space}_{trial.trial_id}"
 
 
 @dataclass(frozen=True)
@@ -445,11 +436,20 @@ def resume(experiment_path: str, cluster: Cluster = Cluster(), data_dir: str | N
                                  "first trial was recorded); start it again with `tuner run --name <a new name>`")
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
             storage.write_meta(experiment_path, {key: value for key, value in meta.items() if key != "ended_at"})
-            tuner = tune.Tuner.restore(
-                experiment_path,
-                trainable=trainable(_setup(parts, data, meta, experiment_path)),
-                resume_unfinished=True,
-                resume_errored=True,
-            )
+            try:
+                tuner = tune.Tuner.restore(
+                    experiment_path,
+                    trainable=trainable(_setup(parts, data, meta, experiment_path)),
+                    resume_unfinished=True,
+                    resume_errored=True,
+                )
+            except (ModuleNotFoundError, AttributeError) as error:
+                if "tuner" not in str(error):
+                    raise
+                # Ray's saved state pickles tuner's callbacks and namers by module path.
+                raise TunerError(f"cannot resume {experiment_path}: its saved state names tuner code this version "
+                                 f"of tuner no longer has ({error}); the results so far are kept: python -m tuner "
+                                 f"report {experiment_path}; resume it with the tuner that started it, or start "
+                                 "again with `tuner run --name <a new name>`") from None
             trials, unread = _fit(tuner, experiment_path, meta, verbose)
             return Outcome(experiment_path, trials, meta["metric"], meta["params"], unread)

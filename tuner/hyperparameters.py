@@ -22,6 +22,9 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -35,7 +38,7 @@ RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "hidden": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
     "channels": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
     "dropout": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
-    "seed": (lambda v: v is None or (_whole(v) and v >= 0), "an integer >= 0"),
+    "seed": (lambda v: v is None or (_whole(v) and 0 <= v <= MAX_SEED), f"an integer from 0 to {MAX_SEED}"),
 }
 
 

@@ -64,13 +64,20 @@ def retires_checkpoints(scheduler: str) -> bool:
     return scheduler != "pbt"
 
 
+def asha_shape(epochs: int) -> tuple[int, int]:
+    """ASHA's grace period and reduction factor for a budget of `epochs`."""
+    return 1, REDUCTION_FACTOR
+
+
 def build(scheduler: str, search: str, param_space: dict[str, Any], epochs: int,
           mutable: list[str] | None = None) -> TrialScheduler | None:
     check(scheduler, search, param_space, mutable)
     if search == "bohb":
         return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "asha":
-        return ASHAScheduler(time_attr=TIME_ATTR, max_t=epochs, grace_period=1, reduction_factor=REDUCTION_FACTOR)
+        grace_period, reduction_factor = asha_shape(epochs)
+        return ASHAScheduler(time_attr=TIME_ATTR, max_t=epochs, grace_period=grace_period,
+                             reduction_factor=reduction_factor)
     if scheduler == "hyperband":
         return HyperBandScheduler(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "median":

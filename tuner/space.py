@@ -9,6 +9,7 @@ A space module sets module-level names (see README, "Writing a space module"): r
 """
 
 import dataclasses
+import math
 import importlib
 import importlib.util
 import inspect
@@ -147,7 +148,8 @@ def _fail(space: Space, problem: str) -> None:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float: True is no count, and nan or inf no share of a machine."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _signature(function: Callable[..., Any]) -> str:

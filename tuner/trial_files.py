@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.fs
 
 from tuner import storage
+from tuner.trial_names import trial_id_of
 
 UNKNOWN = "UNKNOWN"
 
@@ -67,8 +68,7 @@ def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, 
         except ValueError:
             config = {}
         rows = _json_lines(read_text(fs, f"{entry.path}/result.json") or "")
-        # Trial directories are named <space>_<trial id> (experiment.TrialNamer).
-        trial_id = rows[0].get("trial_id") if rows else entry.base_name.removeprefix(f"{space}_")
+        trial_id = rows[0].get("trial_id") if rows else trial_id_of(space, entry.base_name)
         trials.append(TrialFiles(trial_id, UNKNOWN, config, TrialStorage(entry.path, fs)))
         frames[trial_id] = pd.json_normalize(rows, sep="/") if rows else pd.DataFrame()
     return trials, frames
