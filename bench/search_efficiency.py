@@ -76,13 +76,15 @@ def main() -> None:
     parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
                         help="also run random and optuna under ASHA with these grace periods and reduction "
                              "factors (e.g. 1:2 3:3), beside tuner's default shape")
+    parser.add_argument("--shape-searches", nargs="+", default=["random", "optuna"],
+                        help="the searches --asha-shapes runs with")
     args = parser.parse_args()
     storage = args.storage or tempfile.mkdtemp(prefix="tuner-bench-")
     strategies = list(STRATEGIES)
     for text in args.asha_shapes:
         grace, factor = (int(part) for part in text.split(":"))
         strategies += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-                       for search in ("random", "optuna")]
+                       for search in args.shape_searches]
     print(f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = "
           f"{schedulers.asha_shape(args.epochs)}", flush=True)
 

@@ -107,6 +107,8 @@ def main() -> None:
     parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
                         help="also run random and optuna under ASHA with these grace periods and reduction "
                              "factors (e.g. 1:2 3:3), beside tuner's default shape")
+    parser.add_argument("--shape-searches", nargs="+", default=["random", "optuna"],
+                        help="the searches --asha-shapes runs with")
     parser.add_argument("--only", nargs="*", default=None, metavar="SEARCH+SCHEDULER",
                         help="run only these of the default strategies (e.g. optuna+asha); grids always run")
     args = parser.parse_args()
@@ -132,7 +134,7 @@ def main() -> None:
     for text in args.asha_shapes:
         grace, factor = (int(part) for part in text.split(":"))
         variants += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-                     for search in ("random", "optuna")]
+                     for search in args.shape_searches]
     for label, search, scheduler, shape in variants:
         curves[label] = []
         for seed in range(args.seeds):
