@@ -4,8 +4,8 @@
 
 For scikit-learn's digits (the project's tensors, 1437 x 1x8x8 float32) and an MNIST-sized set
 (60000 x 1x28x28 uint8, random pixels from a seeded generator: a loader only moves bytes), compares
-  dataloader      DataLoader(TensorDataset, batch_size, sampler=DistributedSampler), as tuner/context.py would,
-  sliced          tuner.batches.SlicedBatches: x[indices] over the same sampler's order,
+  dataloader      DataLoader(TensorDataset, batch_size, sampler=DistributedSampler), as tuner/training/context.py would,
+  sliced          tuner.training.batches.SlicedBatches: x[indices] over the same sampler's order,
   dataloader w=2  the same DataLoader with num_workers=2 and persistent_workers,
 all with one rank's seeded sampler and set_epoch before every epoch, and nothing done with a batch.
 Each measurement runs whole epochs until it has yielded at least --samples samples; the variants
@@ -25,15 +25,16 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from tuner import data
-from tuner.batches import SlicedBatches
+from tuner.training.batches import SlicedBatches
 
 SEED = 0
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 VARIANTS: dict[str, Callable[[torch.Tensor, torch.Tensor, DistributedSampler, int], Batches]] = {
     "dataloader": lambda x, y, sampler, bs: DataLoader(TensorDataset(x, y), batch_size=bs, sampler=sampler),
     "sliced": lambda x, y, sampler, bs: SlicedBatches(x, y, sampler, bs),
-    "dataloader w=2": lambda x, y, sampler, bs: DataLoader(TensorDataset(x, y), batch_size=bs, sampler=sampler,
-                                                           num_workers=2, persistent_workers=True),
+    "dataloader w=2": lambda x, y, sampler, bs: DataLoader(
+        TensorDataset(x, y), batch_size=bs, sampler=sampler, num_workers=2, persistent_workers=True
+    ),
 }
 
 
@@ -69,13 +70,15 @@ def check_identical(x: torch.Tensor, y: torch.Tensor, batch_size: int) -> None:
         expected, actual = list(loader), list(sliced)
         same = len(expected) == len(actual) and all(
             ex.dtype == ax.dtype and torch.equal(ex, ax) and torch.equal(ey, ay)
-            for (ex, ey), (ax, ay) in zip(expected, actual))
+            for (ex, ey), (ax, ay) in zip(expected, actual)
+        )
         if not same:
             raise SystemExit(f"sliced batches differ from the DataLoader's (batch {batch_size}, epoch {epoch})")
 
 
-def measure(x: torch.Tensor, y: torch.Tensor, batch_size: int, epochs: int,
-            rounds: int) -> dict[str, list[tuple[float, float]]]:
+def measure(
+    x: torch.Tensor, y: torch.Tensor, batch_size: int, epochs: int, rounds: int
+) -> dict[str, list[tuple[float, float]]]:
     """(batches/s, samples/s) of every variant in every round. The loaders, and with them the persistent
     workers, end on return, so they don't compete with the next configuration's."""
     made = {}
@@ -108,14 +111,24 @@ def main() -> None:
             baseline = statistics.median(s for _, s in rates["dataloader"])
             for label, measured in rates.items():
                 samples_per_s = statistics.median(s for _, s in measured)
-                rows.append({"dataset": name, "batch_size": batch_size, "variant": label,
-                             "batches_per_s": statistics.median(b for b, _ in measured),
-                             "samples_per_s": samples_per_s, "vs_dataloader": samples_per_s / baseline})
+                rows.append(
+                    {
+                        "dataset": name,
+                        "batch_size": batch_size,
+                        "variant": label,
+                        "batches_per_s": statistics.median(b for b, _ in measured),
+                        "samples_per_s": samples_per_s,
+                        "vs_dataloader": samples_per_s / baseline,
+                    }
+                )
             print(f"{name}, batch {batch_size}: done", flush=True)
 
-    print(f"\n{args.rounds} rounds, >= {args.samples} samples per measurement, {torch.get_num_threads()} torch "
-          f"threads; dataloader and sliced yielded identical batches (checked over 2 epochs each)\n")
+    print(
+        f"\n{args.rounds} rounds, >= {args.samples} samples per measurement, {torch.get_num_threads()} torch "
+        f"threads; dataloader and sliced yielded identical batches (checked over 2 epochs each)\n"
+    )
     print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=("", "", "", ".1f", ".0f", ".2f")))
+
 
 if __name__ == "__main__":
     main()

@@ -12,9 +12,9 @@ print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, devices: "
 PY
 started=$SECONDS
 if python -c "import pytest" 2>/dev/null; then
-  timeout 150 python -m pytest --noconftest -p no:cacheprovider -q tests/test_gpu.py; tests=$?
+  timeout 150 python -m pytest --noconftest -p no:cacheprovider -q tests/training/test_gpu.py; tests=$?
 else
-  timeout 150 python tests/test_gpu.py; tests=$?
+  timeout 150 python tests/training/test_gpu.py; tests=$?
 fi
 timeout 200 python bench/parallel.py --epochs 3 --samples 4096 | tee /tmp/gpu_bench.txt; bench=${PIPESTATUS[0]}
 echo

@@ -7,7 +7,8 @@ the "augmented Hartmann" of Kandasamy et al. 2017 ("Multi-fidelity Bayesian Opti
 Approximations", as in BoTorch's AugmentedHartmann): the first coefficient alpha_1 is lowered by
 0.1 * (1 - s) at fidelity s in [0, 1], so a low-fidelity value is a biased, cheaper view of the full one.
 
-    H(x, s) = -(alpha_1 - 0.1 (1 - s)) exp(-sum_j A_1j (x_j - P_1j)^2) - sum_{i=2..4} alpha_i exp(-sum_j A_ij (x_j - P_ij)^2)
+    H(x, s) = -(alpha_1 - 0.1 (1 - s)) exp(-sum_j A_1j (x_j - P_1j)^2)
+              - sum_{i=2..4} alpha_i exp(-sum_j A_ij (x_j - P_ij)^2)
 
 The global minimum at s = 1 is H(x*) = -3.32237 at x* = (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573).
 Here a trial's epoch e of E is fidelity s = e / E, and it costs one trial-epoch.
@@ -16,18 +17,22 @@ Here a trial's epoch e of E is fidelity s = e / E, and it costs one trial-epoch.
 import numpy as np
 
 ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-A = np.array([
-    [10.0, 3.0, 17.0, 3.5, 1.7, 8.0],
-    [0.05, 10.0, 17.0, 0.1, 8.0, 14.0],
-    [3.0, 3.5, 1.7, 10.0, 17.0, 8.0],
-    [17.0, 8.0, 0.05, 10.0, 0.1, 14.0],
-])
-P = 1e-4 * np.array([
-    [1312, 1696, 5569, 124, 8283, 5886],
-    [2329, 4135, 8307, 3736, 1004, 9991],
-    [2348, 1451, 3522, 2883, 3047, 6650],
-    [4047, 8828, 8732, 5743, 1091, 381],
-])
+A = np.array(
+    [
+        [10.0, 3.0, 17.0, 3.5, 1.7, 8.0],
+        [0.05, 10.0, 17.0, 0.1, 8.0, 14.0],
+        [3.0, 3.5, 1.7, 10.0, 17.0, 8.0],
+        [17.0, 8.0, 0.05, 10.0, 0.1, 14.0],
+    ]
+)
+P = 1e-4 * np.array(
+    [
+        [1312, 1696, 5569, 124, 8283, 5886],
+        [2329, 4135, 8307, 3736, 1004, 9991],
+        [2348, 1451, 3522, 2883, 3047, 6650],
+        [4047, 8828, 8732, 5743, 1091, 381],
+    ]
+)
 MINIMIZER = np.array([0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573])
 MINIMUM = -3.32237
 

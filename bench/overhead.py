@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from ray import tune
 
 from tuner import data
-from tuner.experiment import RunOptions, run
+from tuner.execution.experiment import RunOptions, run
 from tuner.lazy import resolve
 from tuner.models import MODELS
-from tuner.space import Space
+from tuner.spec.space import Space
 
 CONFIG = {"lr": 0.01, "batch_size": 64, "hidden": 64, "channels": 16}
 N_TRAIN = 1437  # digits training samples
@@ -45,8 +45,9 @@ N_TRAIN = 1437  # digits training samples
 def evaluate(model: torch.nn.Module, val: tuple[torch.Tensor, torch.Tensor]) -> float:
     model.eval()
     x_val, y_val = val
-    correct = sum(int((model(x_val[i:i + 1024]).argmax(1) == y_val[i:i + 1024]).sum())
-                  for i in range(0, len(y_val), 1024))
+    correct = sum(
+        int((model(x_val[i : i + 1024]).argmax(1) == y_val[i : i + 1024]).sum()) for i in range(0, len(y_val), 1024)
+    )
     model.train()
     return correct / len(y_val)
 
@@ -67,7 +68,7 @@ def bare_loop(model_name: str, epochs: int) -> dict[str, float]:
         epoch_start = time.perf_counter()
         order = torch.randperm(n)
         for i in range(0, n, batch):
-            x, y = x_train[order[i:i + batch]], y_train[order[i:i + batch]]
+            x, y = x_train[order[i : i + batch]], y_train[order[i : i + batch]]
             loss = F.cross_entropy(model(x), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -77,8 +78,12 @@ def bare_loop(model_name: str, epochs: int) -> dict[str, float]:
         epoch_ends.append(time.perf_counter())
     wall = time.perf_counter() - started
     samples = n * epochs
-    return {"samples_per_s": samples / wall, "step_samples_per_s": samples / in_steps, "wall_s": wall,
-            "loop_samples_per_s": steady(n, epoch_ends)}
+    return {
+        "samples_per_s": samples / wall,
+        "step_samples_per_s": samples / in_steps,
+        "wall_s": wall,
+        "loop_samples_per_s": steady(n, epoch_ends),
+    }
 
 
 def steady(samples_per_epoch: int, epoch_ends: list[float]) -> float:
@@ -88,22 +93,36 @@ def steady(samples_per_epoch: int, epoch_ends: list[float]) -> float:
 
 
 def space(model: str, epochs: int, workers: int, lr: Any) -> Space:
-    return Space(name=f"overhead_{model}", model=model, dataset="digits", metric="val_acc", mode="max",
-                 param_space={**CONFIG, "lr": lr}, epochs=epochs, workers=workers)
+    return Space(
+        name=f"overhead_{model}",
+        model=model,
+        dataset="digits",
+        metric="val_acc",
+        mode="max",
+        param_space={**CONFIG, "lr": lr},
+        epochs=epochs,
+        workers=workers,
+    )
 
 
 def own_net() -> torch.nn.Module:
     """The user's model in (e) and (f): a small CNN written out, as a user would."""
-    return torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
-                               torch.nn.Linear(16 * 64, 10))
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16 * 64, 10)
+    )
 
 
-def own_epoch(net: torch.nn.Module, optimizer: torch.optim.Optimizer, x_train: torch.Tensor, y_train: torch.Tensor,
-              batch_size: int) -> None:
+def own_epoch(
+    net: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x_train: torch.Tensor,
+    y_train: torch.Tensor,
+    batch_size: int,
+) -> None:
     """One epoch of the user's loop as they wrote it before tuner: shuffled slices, a step each."""
     order = torch.randperm(len(y_train))
     for i in range(0, len(y_train), batch_size):
-        index = order[i:i + batch_size]
+        index = order[i : i + batch_size]
         optimizer.zero_grad(set_to_none=True)
         F.cross_entropy(net(x_train[index]), y_train[index]).backward()
         optimizer.step()
@@ -155,8 +174,9 @@ def own_loop_by_hand(config: dict[str, Any]) -> None:
         accuracy = evaluate(net, val)
         with tempfile.TemporaryDirectory() as directory:
             torch.save({"net": net.state_dict()}, f"{directory}/checkpoint.pt")
-            tune.report({"val_acc": accuracy, "reported_at": time.time()},
-                        checkpoint=tune.Checkpoint.from_directory(directory))
+            tune.report(
+                {"val_acc": accuracy, "reported_at": time.time()}, checkpoint=tune.Checkpoint.from_directory(directory)
+            )
 
 
 def by_hand(storage: str, epochs: int) -> dict[str, float]:
@@ -173,15 +193,26 @@ def by_hand(storage: str, epochs: int) -> dict[str, float]:
         ).fit()
     finally:
         ray.shutdown()
-    return {"epoch_samples_per_s": max(median_epoch(N_TRAIN, list(result.metrics_dataframe["reported_at"]))
-                                       for result in results)}
+    return {
+        "epoch_samples_per_s": max(
+            median_epoch(N_TRAIN, list(result.metrics_dataframe["reported_at"])) for result in results
+        )
+    }
 
 
 def own_loop_space(epochs: int) -> Space:
     """Three trials of the same config one after another: the best of three, as for (e)."""
-    return Space(name="overhead_own_loop", train_loop=own_train_loop, dataset="digits", metric="val_acc",
-                 mode="max", param_space={"lr": CONFIG["lr"], "batch_size": CONFIG["batch_size"]}, epochs=epochs,
-                 num_samples=3, max_concurrent=1)
+    return Space(
+        name="overhead_own_loop",
+        train_loop=own_train_loop,
+        dataset="digits",
+        metric="val_acc",
+        mode="max",
+        param_space={"lr": CONFIG["lr"], "batch_size": CONFIG["batch_size"]},
+        epochs=epochs,
+        num_samples=3,
+        max_concurrent=1,
+    )
 
 
 class PeakRss:
@@ -218,8 +249,9 @@ class PeakRss:
 def experiment(storage: str, name: str, experiment_space: Space, max_concurrent: int | None = None) -> dict[str, Any]:
     with PeakRss() as rss:
         started = time.perf_counter()
-        outcome = run(experiment_space, RunOptions(storage_path=storage, name=name, verbose=0,
-                                                   max_concurrent=max_concurrent))
+        outcome = run(
+            experiment_space, RunOptions(storage_path=storage, name=name, verbose=0, max_concurrent=max_concurrent)
+        )
         wall = time.perf_counter() - started
     history = pd.read_parquet(f"{outcome.experiment_path}/history.parquet")
     trials = outcome.trials
@@ -230,9 +262,19 @@ def experiment(storage: str, name: str, experiment_space: Space, max_concurrent:
     # Per trial: each epoch's report time is taken as it ends (reported_at), as the bare loop's are.
     loop = [steady(n_train, list(h["reported_at"])) for _, h in history.groupby("trial_id") if len(h) > 1]
     epoch = [median_epoch(n_train, list(h["reported_at"])) for _, h in history.groupby("trial_id") if len(h) > 2]
-    return {"epoch_samples_per_s": max(epoch, default=math.nan),"wall_s": wall, "in_steps_s": in_steps, "trial_s": trial_time, "samples": n_train * len(history),
-            "trials": len(trials), "epochs": len(history), "driver_rss": rss.driver, "trial_rss": rss.children,
-            "rss_samples": rss.samples, "loop_samples_per_s": sum(loop) / len(loop) if loop else math.nan}
+    return {
+        "epoch_samples_per_s": max(epoch, default=math.nan),
+        "wall_s": wall,
+        "in_steps_s": in_steps,
+        "trial_s": trial_time,
+        "samples": n_train * len(history),
+        "trials": len(trials),
+        "epochs": len(history),
+        "driver_rss": rss.driver,
+        "trial_rss": rss.children,
+        "rss_samples": rss.samples,
+        "loop_samples_per_s": sum(loop) / len(loop) if loop else math.nan,
+    }
 
 
 def mib(value: int) -> str:
@@ -261,47 +303,99 @@ def main() -> None:
     cores = 2
     epoch_s = N_TRAIN / b["loop_samples_per_s"]  # a steady epoch of a tuner trial, evaluation and checkpoint included
     rows = [
-        ("(a) bare PyTorch loop", a["loop_samples_per_s"], "1", "-", "-", mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)),
-        ("(b) one tuner trial, in-process", b["loop_samples_per_s"], f"{b['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
-         f"{b['wall_s'] - b['epochs'] * epoch_s:.2f}", f"{b['in_steps_s'] / b['wall_s']:.0%}", mib(b["trial_rss"])),
-        (f"(c) {c['trials']} trials, max_concurrent 2 (aggregate)", c["samples"] / c["wall_s"],
-         f"{c['samples'] / c['wall_s'] / a['loop_samples_per_s']:.3g}",
-         f"{(cores * c['wall_s'] - c['epochs'] * epoch_s) / c['trials']:.2f}",
-         f"{c['in_steps_s'] / (cores * c['wall_s']):.0%}", mib(c["trial_rss"])),
-        ("(d) one 2-worker DDP trial", d["loop_samples_per_s"], f"{d['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
-         f"{d['wall_s'] - d['epochs'] * N_TRAIN / d['loop_samples_per_s']:.2f}",
-         f"{d['in_steps_s'] / (cores * d['wall_s']):.0%}", "-"),
+        (
+            "(a) bare PyTorch loop",
+            a["loop_samples_per_s"],
+            "1",
+            "-",
+            "-",
+            mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024),
+        ),
+        (
+            "(b) one tuner trial, in-process",
+            b["loop_samples_per_s"],
+            f"{b['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
+            f"{b['wall_s'] - b['epochs'] * epoch_s:.2f}",
+            f"{b['in_steps_s'] / b['wall_s']:.0%}",
+            mib(b["trial_rss"]),
+        ),
+        (
+            f"(c) {c['trials']} trials, max_concurrent 2 (aggregate)",
+            c["samples"] / c["wall_s"],
+            f"{c['samples'] / c['wall_s'] / a['loop_samples_per_s']:.3g}",
+            f"{(cores * c['wall_s'] - c['epochs'] * epoch_s) / c['trials']:.2f}",
+            f"{c['in_steps_s'] / (cores * c['wall_s']):.0%}",
+            mib(c["trial_rss"]),
+        ),
+        (
+            "(d) one 2-worker DDP trial",
+            d["loop_samples_per_s"],
+            f"{d['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
+            f"{d['wall_s'] - d['epochs'] * N_TRAIN / d['loop_samples_per_s']:.2f}",
+            f"{d['in_steps_s'] / (cores * d['wall_s']):.0%}",
+            "-",
+        ),
         ("(e) a user's own loop, bare script (median epoch)", e["epoch_samples_per_s"], "-", "-", "-", "-"),
-        ("(f) the same loop as a train_loop, one tuner trial (median epoch)", f["epoch_samples_per_s"],
-         f"{f['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e)", "-", "-", mib(f["trial_rss"])),
-        ("(g) the same loop as a Ray Tune trainable by hand (median epoch)", g["epoch_samples_per_s"],
-         f"{g['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e); (f) is "
-         f"{f['epoch_samples_per_s'] / g['epoch_samples_per_s']:.3g} of (g)", "-", "-", "-"),
+        (
+            "(f) the same loop as a train_loop, one tuner trial (median epoch)",
+            f["epoch_samples_per_s"],
+            f"{f['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e)",
+            "-",
+            "-",
+            mib(f["trial_rss"]),
+        ),
+        (
+            "(g) the same loop as a Ray Tune trainable by hand (median epoch)",
+            g["epoch_samples_per_s"],
+            f"{g['epoch_samples_per_s'] / e['epoch_samples_per_s']:.3g} of (e); (f) is "
+            f"{f['epoch_samples_per_s'] / g['epoch_samples_per_s']:.3g} of (g)",
+            "-",
+            "-",
+            "-",
+        ),
     ]
-    table = pd.DataFrame(rows, columns=["run", "samples/s", "vs (a)", "fixed cost per trial s",
-                                        "core time in training steps", "peak trial RSS"])
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "run",
+            "samples/s",
+            "vs (a)",
+            "fixed cost per trial s",
+            "core time in training steps",
+            "peak trial RSS",
+        ],
+    )
     print(f"\n{args.model} on digits, {args.epochs} epochs, batch 64, {cores} cores\n")
     print(table.to_markdown(index=False, floatfmt=".3g"))
-    print(f"\n(a), (b), (d) samples/s: the training loop from the end of its first epoch to the end of its last"
-          f"\n(evaluation, and for tuner the checkpoint and report, included); (c): every sample of the experiment"
-          f"\nover its whole wall time, Ray's start-up included ({c['wall_s']:.1f} s); (e), (f): the median epoch of"
-          f"\neach run (train steps, evaluation, and for (f), (g) the checkpoint and report), the best of three runs each."
-          f"\nfixed cost: wall time not spent in steady epochs ({epoch_s * 1000:.0f} ms each), per trial: Ray's start-up"
-          f"\nand teardown, the trial's process, torch's first-optimizer import, the first epoch's warm-up;"
-          f"\n(c) counts both cores' time and spreads it over the trials."
-          f"\ncore time in training steps: forward, backward and optimizer steps over (cores x) wall time."
-          f"\ndriver peak RSS: one trial {mib(b['driver_rss'])}, {c['trials']} trials {mib(c['driver_rss'])}")
+    print(
+        f"\n(a), (b), (d) samples/s: the training loop from the end of its first epoch to the end of its last"
+        f"\n(evaluation, and for tuner the checkpoint and report, included); (c): every sample of the experiment"
+        f"\nover its whole wall time, Ray's start-up included ({c['wall_s']:.1f} s); (e), (f): the median epoch of"
+        f"\neach run (train steps, evaluation, and for (f), (g) the checkpoint and report), "
+        "the best of three runs each."
+        f"\nfixed cost: wall time not spent in steady epochs ({epoch_s * 1000:.0f} ms each), per trial: Ray's start-up"
+        f"\nand teardown, the trial's process, torch's first-optimizer import, the first epoch's warm-up;"
+        f"\n(c) counts both cores' time and spreads it over the trials."
+        f"\ncore time in training steps: forward, backward and optimizer steps over (cores x) wall time."
+        f"\ndriver peak RSS: one trial {mib(b['driver_rss'])}, {c['trials']} trials {mib(c['driver_rss'])}"
+    )
 
     if args.memory_trials:
-        m = experiment(storage, "memory", space(args.model, 1, 1, tune.grid_search(
-            [0.001 + 1e-6 * i for i in range(args.memory_trials)])), max_concurrent=2)
+        m = experiment(
+            storage,
+            "memory",
+            space(args.model, 1, 1, tune.grid_search([0.001 + 1e-6 * i for i in range(args.memory_trials)])),
+            max_concurrent=2,
+        )
         samples = m["rss_samples"]
         quarter = max(1, len(samples) // 4)
-        early = sum(rss for _, rss in samples[quarter:2 * quarter]) / quarter
+        early = sum(rss for _, rss in samples[quarter : 2 * quarter]) / quarter
         late = sum(rss for _, rss in samples[-quarter:]) / quarter
-        print(f"\n{m['trials']} one-epoch trials in {m['wall_s']:.0f} s: driver RSS {mib(int(early))} in the second "
-              f"quarter of the run, {mib(int(late))} in the last quarter ({(late - early) / 1024 / m['trials']:.1f} KiB "
-              f"per trial), peak {mib(m['driver_rss'])}")
+        print(
+            f"\n{m['trials']} one-epoch trials in {m['wall_s']:.0f} s: driver RSS {mib(int(early))} in the second "
+            f"quarter of the run, {mib(int(late))} in the last quarter ({(late - early) / 1024 / m['trials']:.1f} KiB "
+            f"per trial), peak {mib(m['driver_rss'])}"
+        )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python bench/parallel.py [--epochs 3] [--samples 2048] [--batch-size 64] [--image-size 16]
 
-Each variant runs tuner's own loop (`tuner.trial.run_trial_loop`, what every trial runs) with one
+Each variant runs tuner's own loop (`tuner.training.trial.run_trial_loop`, what every trial runs) with one
 parallel strategy; multi-rank variants are processes started with torch.multiprocessing and a torch
 process group, which is what Ray Train provides a multi-worker trial (Ray itself only adds start-up,
 measured in bench/overhead.py). So this bench needs no Ray and runs on the GPU machine too. Figures
@@ -32,8 +32,8 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from tuner.data.splits import Splits
-from tuner.parallel.pipeline import PipelineStages, pipeline_layers, split
-from tuner.trial import Parts, run_trial_loop
+from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
+from tuner.training.trial import Parts, run_trial_loop
 
 NUM_CLASSES = 10
 
@@ -58,8 +58,15 @@ def build_model(spec: Spec) -> nn.Module:
     try:
         from torchvision.models import resnet50
     except ImportError:  # a GPU machine with torch alone: a plain CNN instead (main says so)
-        return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
-                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, NUM_CLASSES))
+        return nn.Sequential(
+            nn.Conv2d(3, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(64, NUM_CLASSES),
+        )
     if spec.model == "resnet50":
         return resnet50(num_classes=NUM_CLASSES)
     from tuner.models import small_image_resnet18
@@ -80,9 +87,17 @@ def _median_throughput(reports: list[dict[str, Any]]) -> float:
 
 def _train(spec: Spec, parallel: str, device: torch.device) -> list[dict[str, Any]]:
     reports: list[dict[str, Any]] = []
-    run_trial_loop(Parts.of(model=lambda config: build_model(spec)), {"lr": 1e-3, "batch_size": spec.batch_size},
-                   data=spec.data(), epochs=spec.epochs, seed=0, device=device, trial_id="bench",
-                   report=lambda metrics, _: reports.append(metrics), parallel=parallel)
+    run_trial_loop(
+        Parts.of(model=lambda config: build_model(spec)),
+        {"lr": 1e-3, "batch_size": spec.batch_size},
+        data=spec.data(),
+        epochs=spec.epochs,
+        seed=0,
+        device=device,
+        trial_id="bench",
+        report=lambda metrics, _: reports.append(metrics),
+        parallel=parallel,
+    )
     return reports
 
 
@@ -122,13 +137,13 @@ def bare_loop(spec: Spec, device: torch.device, bf16: bool) -> float:
     (x, y), _ = spec.data()
     x, y = x.to(device), y.to(device)
     rates = []
-    for epoch in range(spec.epochs):
+    for _ in range(spec.epochs):
         order = torch.randperm(len(y), device=device)
         if device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
         for i in range(0, len(y), spec.batch_size):
-            index = order[i:i + spec.batch_size]
+            index = order[i : i + spec.batch_size]
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss = nn.functional.cross_entropy(model(x[index]).float(), y[index])
             optimizer.zero_grad(set_to_none=True)
@@ -143,7 +158,10 @@ def bare_loop(spec: Spec, device: torch.device, bf16: bool) -> float:
 def _packed(index: int, spec: Spec, results: Any) -> None:
     started = time.perf_counter()
     reports = _train(spec, "ddp", torch.device("cuda"))
-    results[index] = sum(r["samples_per_s"] for r in reports[1:]) / max(1, len(reports) - 1), time.perf_counter() - started
+    results[index] = (
+        sum(r["samples_per_s"] for r in reports[1:]) / max(1, len(reports) - 1),
+        time.perf_counter() - started,
+    )
 
 
 def packing(spec: Spec, trials: int) -> float:
@@ -181,8 +199,15 @@ def main() -> None:
 
     def row(label: str, ranks: int, samples_per_s: float, baseline: float | None = None, **extra: Any) -> None:
         ratio = samples_per_s / baseline if baseline else None
-        rows.append({"variant": label, "ranks": ranks, "samples/s": round(samples_per_s, 1),
-                     "vs baseline": None if ratio is None else round(ratio, 3), **extra})
+        rows.append(
+            {
+                "variant": label,
+                "ranks": ranks,
+                "samples/s": round(samples_per_s, 1),
+                "vs baseline": None if ratio is None else round(ratio, 3),
+                **extra,
+            }
+        )
         print(rows[-1], flush=True)
 
     cpu = torch.device("cpu")

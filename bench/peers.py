@@ -6,7 +6,7 @@ The trials: a 3 x 3 grid of lr x hidden width on the shipped digits MLP, batch 6
 epochs each, --concurrent at a time, one CPU thread each. Four ways, wall time from the first line of
 the user's code to the last (Ray's start and shutdown included where there is Ray):
 
-  tuner          the grid as a space module's fields, through tuner.experiment.run (no console, no
+  tuner          the grid as a space module's fields, through tuner.execution.experiment.run (no console, no
                  smoke step)
   tuner + smoke  the same with the smoke step, as `tuner run` does by default
   ray tune       the script a user writes by hand: a function trainable running the same loop,
@@ -35,10 +35,10 @@ import torch.nn.functional as F
 from ray import tune
 
 from tuner import data
-from tuner.experiment import RunOptions, run
+from tuner.execution.experiment import RunOptions, run
 from tuner.lazy import resolve
 from tuner.models import MODELS
-from tuner.space import Space
+from tuner.spec.space import Space
 
 LRS, WIDTHS, BATCH = [3e-4, 3e-3, 3e-2], [32, 64, 128], 64
 
@@ -56,7 +56,7 @@ def train(config: dict[str, Any], epochs: int, report=None) -> float:
         model.train()
         order = torch.randperm(len(y_train))
         for i in range(0, len(y_train), BATCH):
-            batch = order[i:i + BATCH]
+            batch = order[i : i + BATCH]
             loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -71,12 +71,28 @@ def train(config: dict[str, Any], epochs: int, report=None) -> float:
 
 
 def with_tuner(storage: str, epochs: int, concurrent: int, smoke: bool = False) -> float:
-    space = Space(name="peers", model="mlp", dataset="digits", metric="val_acc", mode="max", epochs=epochs,
-                  param_space={"lr": tune.grid_search(LRS), "hidden": tune.grid_search(WIDTHS), "batch_size": BATCH,
-                               "optimizer": "adam", "weight_decay": 0.0})
+    space = Space(
+        name="peers",
+        model="mlp",
+        dataset="digits",
+        metric="val_acc",
+        mode="max",
+        epochs=epochs,
+        param_space={
+            "lr": tune.grid_search(LRS),
+            "hidden": tune.grid_search(WIDTHS),
+            "batch_size": BATCH,
+            "optimizer": "adam",
+            "weight_decay": 0.0,
+        },
+    )
     started = time.perf_counter()
-    run(space, RunOptions(storage_path=storage, name=f"tuner-{time.time_ns()}", verbose=0, max_concurrent=concurrent,
-                          smoke=smoke))
+    run(
+        space,
+        RunOptions(
+            storage_path=storage, name=f"tuner-{time.time_ns()}", verbose=0, max_concurrent=concurrent, smoke=smoke
+        ),
+    )
     return time.perf_counter() - started
 
 
@@ -96,8 +112,9 @@ def with_ray_tune(storage: str, epochs: int, concurrent: int) -> float:
         tune.Tuner(
             tune.with_resources(by_hand_trainable, {"CPU": 1}),
             param_space={"lr": tune.grid_search(LRS), "hidden": tune.grid_search(WIDTHS), "epochs": epochs},
-            tune_config=tune.TuneConfig(metric="val_acc", mode="max", max_concurrent_trials=concurrent,
-                                        reuse_actors=True),
+            tune_config=tune.TuneConfig(
+                metric="val_acc", mode="max", max_concurrent_trials=concurrent, reuse_actors=True
+            ),
             run_config=tune.RunConfig(storage_path=storage, name=f"by-hand-{time.time_ns()}", verbose=0),
         ).fit()
     finally:
@@ -108,11 +125,16 @@ def with_ray_tune(storage: str, epochs: int, concurrent: int) -> float:
 def with_optuna(epochs: int, concurrent: int) -> float:
     started = time.perf_counter()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize",
-                                sampler=optuna.samplers.GridSampler({"lr": LRS, "hidden": WIDTHS}, seed=0))
-    study.optimize(lambda trial: train({"lr": trial.suggest_categorical("lr", LRS),
-                                        "hidden": trial.suggest_categorical("hidden", WIDTHS)}, epochs),
-                   n_trials=len(LRS) * len(WIDTHS), n_jobs=concurrent)
+    study = optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.GridSampler({"lr": LRS, "hidden": WIDTHS}, seed=0)
+    )
+    study.optimize(
+        lambda trial: train(
+            {"lr": trial.suggest_categorical("lr", LRS), "hidden": trial.suggest_categorical("hidden", WIDTHS)}, epochs
+        ),
+        n_trials=len(LRS) * len(WIDTHS),
+        n_jobs=concurrent,
+    )
     return time.perf_counter() - started
 
 
@@ -124,19 +146,25 @@ def bare(epochs: int) -> float:
     return time.perf_counter() - started
 
 
-WAYS = {"tuner": lambda storage, args: with_tuner(storage, args.epochs, args.concurrent),
-        "tuner + smoke": lambda storage, args: with_tuner(storage, args.epochs, args.concurrent, smoke=True),
-        "ray tune": lambda storage, args: with_ray_tune(storage, args.epochs, args.concurrent),
-        "optuna": lambda storage, args: with_optuna(args.epochs, args.concurrent),
-        "bare loop": lambda storage, args: bare(args.epochs)}
+WAYS = {
+    "tuner": lambda storage, args: with_tuner(storage, args.epochs, args.concurrent),
+    "tuner + smoke": lambda storage, args: with_tuner(storage, args.epochs, args.concurrent, smoke=True),
+    "ray tune": lambda storage, args: with_ray_tune(storage, args.epochs, args.concurrent),
+    "optuna": lambda storage, args: with_optuna(args.epochs, args.concurrent),
+    "bare loop": lambda storage, args: bare(args.epochs),
+}
 
 
 def timed_in_a_fresh_process(way: str, args: argparse.Namespace) -> float:
     """Each way in its own interpreter, timed from its start to its exit: imports and start-up count,
     as they do for a user, and no way inherits another's warm imports."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, __file__, "--only", way, "--epochs", str(args.epochs), "--concurrent",
-                    str(args.concurrent)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, __file__, "--only", way, "--epochs", str(args.epochs), "--concurrent", str(args.concurrent)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started
 
 
@@ -159,12 +187,19 @@ def main() -> None:
     # Ray's start waits on its node's registration in 1 s polls, so one start takes ~2.4 s and the
     # next ~3.4 s: the median needs several rounds, and the fastest run shows each way without that luck.
     fastest = {way: min(values) for way, values in times.items()}
-    table = pd.DataFrame({"way": list(wall), "wall_s": [round(value, 1) for value in wall.values()],
-                          "vs ray tune by hand": [f"{value / wall['ray tune']:.2f}x" for value in wall.values()],
-                          "fastest_s": [round(value, 1) for value in fastest.values()],
-                          "fastest vs ray tune": [f"{value / fastest['ray tune']:.2f}x" for value in fastest.values()]})
-    print(f"9 trials (3 lr x 3 widths), digits MLP, {args.epochs} epochs, {args.concurrent} at a time; "
-          f"each way a fresh process, median and fastest of {args.rounds} round(s)")
+    table = pd.DataFrame(
+        {
+            "way": list(wall),
+            "wall_s": [round(value, 1) for value in wall.values()],
+            "vs ray tune by hand": [f"{value / wall['ray tune']:.2f}x" for value in wall.values()],
+            "fastest_s": [round(value, 1) for value in fastest.values()],
+            "fastest vs ray tune": [f"{value / fastest['ray tune']:.2f}x" for value in fastest.values()],
+        }
+    )
+    print(
+        f"9 trials (3 lr x 3 widths), digits MLP, {args.epochs} epochs, {args.concurrent} at a time; "
+        f"each way a fresh process, median and fastest of {args.rounds} round(s)"
+    )
     print(table.to_markdown(index=False))
 
 

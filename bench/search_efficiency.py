@@ -19,10 +19,11 @@ from collections.abc import Iterator
 import pandas as pd
 from ray import tune
 
-from tuner import analysis, schedulers
-from tuner.experiment import RunOptions, run
-from tuner.searchers import grid_as_choice
-from tuner.space import Space, validate
+from tuner.execution.experiment import RunOptions, run
+from tuner.results import analysis
+from tuner.search import schedulers
+from tuner.search.searchers import grid_as_choice
+from tuner.spec.space import Space, validate
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
 
@@ -55,9 +56,18 @@ def asha_shape(shape: tuple[int, int] | None) -> Iterator[None]:
 def make_space(search: str, scheduler: str, epochs: int) -> Space:
     grid_size = 2 * 6 * 2
     param_space = GRID if search == "grid" else grid_as_choice(GRID)
-    space = Space(name=f"bench_{search}_{scheduler}", model="cnn", dataset="digits", metric="val_acc", mode="max",
-                  param_space=param_space, num_samples=1 if search == "grid" else grid_size, epochs=epochs,
-                  search=search, scheduler=scheduler)
+    space = Space(
+        name=f"bench_{search}_{scheduler}",
+        model="cnn",
+        dataset="digits",
+        metric="val_acc",
+        mode="max",
+        param_space=param_space,
+        num_samples=1 if search == "grid" else grid_size,
+        epochs=epochs,
+        search=search,
+        scheduler=scheduler,
+    )
     validate(space)
     return space
 
@@ -73,20 +83,30 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5, help="each strategy with seeds 0 .. N-1; medians shown")
     parser.add_argument("--storage", default=None, help="keep the experiments here (default: a temp dir)")
-    parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
-                        help="also run random and optuna under ASHA with these grace periods and reduction "
-                             "factors (e.g. 1:2 3:3), beside tuner's default shape")
-    parser.add_argument("--shape-searches", nargs="+", default=["random", "optuna"],
-                        help="the searches --asha-shapes runs with")
+    parser.add_argument(
+        "--asha-shapes",
+        nargs="*",
+        default=[],
+        metavar="GRACE:FACTOR",
+        help="also run random and optuna under ASHA with these grace periods and reduction "
+        "factors (e.g. 1:2 3:3), beside tuner's default shape",
+    )
+    parser.add_argument(
+        "--shape-searches", nargs="+", default=["random", "optuna"], help="the searches --asha-shapes runs with"
+    )
     args = parser.parse_args()
     storage = args.storage or tempfile.mkdtemp(prefix="tuner-bench-")
     strategies = list(STRATEGIES)
     for text in args.asha_shapes:
         grace, factor = (int(part) for part in text.split(":"))
-        strategies += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-                       for search in args.shape_searches]
-    print(f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = "
-          f"{schedulers.asha_shape(args.epochs)}", flush=True)
+        strategies += [
+            (f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
+            for search in args.shape_searches
+        ]
+    print(
+        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {schedulers.asha_shape(args.epochs)}",
+        flush=True,
+    )
 
     rows = []
     for seed in range(args.seeds):
@@ -95,8 +115,12 @@ def main() -> None:
             space = make_space(search, scheduler, args.epochs)
             started = time.perf_counter()
             with asha_shape(shape):
-                outcome = run(space, RunOptions(storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}",
-                                                seed=seed, verbose=0))
+                outcome = run(
+                    space,
+                    RunOptions(
+                        storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", seed=seed, verbose=0
+                    ),
+                )
             wall = time.perf_counter() - started
             runs.append((label, analysis.load(outcome.experiment_path), wall))
             print(f"seed {seed}, {label}: {wall:.0f} s", flush=True)
@@ -106,22 +130,36 @@ def main() -> None:
         target = grid_exp.trials["best_val_acc"].max() - TOLERANCE
         for label, exp, wall in runs:
             reach = epochs_to_reach(exp.history, target)
-            rows.append({"strategy": label, "seed": seed, "trial_epochs": len(exp.history),
-                         "epochs_vs_grid": len(exp.history) / grid_epochs, "wall_s": wall,
-                         "best_val_acc": exp.trials["best_val_acc"].max(),
-                         "to_target_vs_grid": float("inf") if reach is None else reach / grid_epochs})
+            rows.append(
+                {
+                    "strategy": label,
+                    "seed": seed,
+                    "trial_epochs": len(exp.history),
+                    "epochs_vs_grid": len(exp.history) / grid_epochs,
+                    "wall_s": wall,
+                    "best_val_acc": exp.trials["best_val_acc"].max(),
+                    "to_target_vs_grid": float("inf") if reach is None else reach / grid_epochs,
+                }
+            )
     table = pd.DataFrame(rows)
 
     def spread(values: pd.Series) -> str:
         return f"{values.median():.3f} ({values.quantile(0.25):.3f}-{values.quantile(0.75):.3f})"
 
     summary = table.groupby("strategy", sort=False).agg(
-        seeds=("seed", "count"), best_val_acc=("best_val_acc", spread), trial_epochs=("trial_epochs", "median"),
-        epochs_vs_grid=("epochs_vs_grid", spread), wall_s=("wall_s", "median"),
-        to_target_vs_grid=("to_target_vs_grid", spread), reached=("to_target_vs_grid", lambda v: f"{(v < float('inf')).sum()}/{len(v)}"))
-    print(f"\nmedian (25-75 %) over {args.seeds} seeds; target: within {TOLERANCE * 100:.1f} pp of the same seed's "
-          f"grid best; to_target_vs_grid: trial-epochs until a trial reached it, over grid's total (inf: never); "
-          f"storage: {storage}\n")
+        seeds=("seed", "count"),
+        best_val_acc=("best_val_acc", spread),
+        trial_epochs=("trial_epochs", "median"),
+        epochs_vs_grid=("epochs_vs_grid", spread),
+        wall_s=("wall_s", "median"),
+        to_target_vs_grid=("to_target_vs_grid", spread),
+        reached=("to_target_vs_grid", lambda v: f"{(v < float('inf')).sum()}/{len(v)}"),
+    )
+    print(
+        f"\nmedian (25-75 %) over {args.seeds} seeds; target: within {TOLERANCE * 100:.1f} pp of the same seed's "
+        f"grid best; to_target_vs_grid: trial-epochs until a trial reached it, over grid's total (inf: never); "
+        f"storage: {storage}\n"
+    )
     print(summary.reset_index().to_markdown(index=False, floatfmt=".3f"))
     for label, group in table.groupby("strategy", sort=False):
         if "asha" not in label:

@@ -3,12 +3,12 @@
     python bench/synthetic_search.py [--seeds 20] [--trials 64] [--epochs 9] [--plot bench/synthetic_search.png]
 
 Every strategy searches x in [0, 1]^6 with `--trials` configs of `--epochs` epochs each, through Ray Tune
-with tuner's own searcher and scheduler defaults (tuner.searchers.build, tuner.schedulers.build); epoch e
-reports H(x, e / epochs). Grid runs a 2-level grid (64 configs) and a 3-level grid (729) once, as
-deterministic baselines. Prints per strategy the median and the 25-75 % range over seeds of: simple
-regret (the best full-fidelity value minus the minimum -3.32237), trial-epochs used, and wall time; and
-the trial-epochs grid needed for the regret each strategy's median reached. Plots best-so-far regret
-against cumulative trial-epochs (median and 25-75 % band) to --plot.
+with tuner's own searcher and scheduler defaults (tuner.search.searchers.search_algorithm,
+tuner.search.schedulers.trial_scheduler); epoch e reports H(x, e / epochs). Grid runs a 2-level grid (64
+configs) and a 3-level grid (729) once, as deterministic baselines. Prints per strategy the median and
+the 25-75 % range over seeds of: simple regret (the best full-fidelity value minus the minimum -3.32237),
+trial-epochs used, and wall time; and the trial-epochs grid needed for the regret each strategy's median
+reached. Plots best-so-far regret against cumulative trial-epochs (median and 25-75 % band) to --plot.
 """
 
 import argparse
@@ -29,10 +29,16 @@ from ray.tune.schedulers import ASHAScheduler
 sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a package
 from hartmann import MINIMUM, hartmann6
 
-from tuner import schedulers, searchers
+from tuner.search import schedulers, searchers
 
-STRATEGIES = [("random", "fifo"), ("random", "asha"), ("optuna", "fifo"), ("optuna", "asha"),
-              ("random", "hyperband"), ("bohb", "hyperband")]
+STRATEGIES = [
+    ("random", "fifo"),
+    ("random", "asha"),
+    ("optuna", "fifo"),
+    ("optuna", "asha"),
+    ("random", "hyperband"),
+    ("bohb", "hyperband"),
+]
 DIMENSIONS = [f"x{i}" for i in range(1, 7)]
 CONCURRENT = 2  # trials at once: one CPU each on this 2-core machine
 
@@ -44,31 +50,56 @@ def objective(config: dict[str, Any]) -> None:
         tune.report({"value": hartmann6(x, epoch / epochs)})
 
 
-def run(search: str, scheduler: str, param_space: dict[str, Any], trials: int, epochs: int, seed: int,
-        storage: str, shape: tuple[int, int] | None = None) -> tuple[pd.DataFrame, float]:
+def run(
+    search: str,
+    scheduler: str,
+    param_space: dict[str, Any],
+    trials: int,
+    epochs: int,
+    seed: int,
+    storage: str,
+    shape: tuple[int, int] | None = None,
+) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
     (grace period, reduction factor) in place of tuner's default (schedulers.asha_shape)."""
-    # Limited as tuner.experiment.run limits them by default: as many as fit. Under HyperBand this
+    # Limited as tuner.execution.experiment.run limits them by default: as many as fit. Under HyperBand this
     # limit counts the trials paused at a rung, so a bracket larger than it never fills and nothing is
     # stopped (576 trial-epochs with the limit, 336 without, one seed); without it, Ray's HyperBand can
     # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at
     # 20 seeds), so tuner keeps the limit and --search auto picks ASHA.
-    algorithm, space = searchers.build(search, param_space, trials, seed, max_concurrent=CONCURRENT)
-    trial_scheduler = (schedulers.build(scheduler, search, param_space, epochs) if shape is None else
-                       ASHAScheduler(time_attr=schedulers.TIME_ATTR, max_t=epochs, grace_period=shape[0],
-                                     reduction_factor=shape[1]))
+    algorithm, space = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
+    trial_scheduler = (
+        schedulers.trial_scheduler(scheduler, search, param_space, epochs)
+        if shape is None
+        else ASHAScheduler(
+            time_attr=schedulers.TIME_ATTR, max_t=epochs, grace_period=shape[0], reduction_factor=shape[1]
+        )
+    )
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),
         param_space={**space, "epochs": epochs},
-        tune_config=tune.TuneConfig(metric="value", mode="min", num_samples=searchers.trials(search, param_space, trials),
-                                    search_alg=algorithm, reuse_actors=True,
-                                    scheduler=trial_scheduler),
-        run_config=tune.RunConfig(storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", verbose=0),
+        tune_config=tune.TuneConfig(
+            metric="value",
+            mode="min",
+            num_samples=searchers.trials(search, param_space, trials),
+            search_alg=algorithm,
+            reuse_actors=True,
+            scheduler=trial_scheduler,
+        ),
+        run_config=tune.RunConfig(
+            storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", verbose=0
+        ),
     ).fit()
     wall = time.perf_counter() - started
-    rows = pd.concat([result.metrics_dataframe.assign(trial=i) for i, result in enumerate(results)
-                      if result.metrics_dataframe is not None], ignore_index=True)
+    rows = pd.concat(
+        [
+            result.metrics_dataframe.assign(trial=i)
+            for i, result in enumerate(results)
+            if result.metrics_dataframe is not None
+        ],
+        ignore_index=True,
+    )
     return rows.sort_values("timestamp", kind="stable"), wall
 
 
@@ -104,13 +135,24 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9, help="fidelity steps per trial (ASHA's rungs: 1, 3, 9)")
     parser.add_argument("--grid-levels", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--plot", default=None, help="write the regret curves to this PNG")
-    parser.add_argument("--asha-shapes", nargs="*", default=[], metavar="GRACE:FACTOR",
-                        help="also run random and optuna under ASHA with these grace periods and reduction "
-                             "factors (e.g. 1:2 3:3), beside tuner's default shape")
-    parser.add_argument("--shape-searches", nargs="+", default=["random", "optuna"],
-                        help="the searches --asha-shapes runs with")
-    parser.add_argument("--only", nargs="*", default=None, metavar="SEARCH+SCHEDULER",
-                        help="run only these of the default strategies (e.g. optuna+asha); grids always run")
+    parser.add_argument(
+        "--asha-shapes",
+        nargs="*",
+        default=[],
+        metavar="GRACE:FACTOR",
+        help="also run random and optuna under ASHA with these grace periods and reduction "
+        "factors (e.g. 1:2 3:3), beside tuner's default shape",
+    )
+    parser.add_argument(
+        "--shape-searches", nargs="+", default=["random", "optuna"], help="the searches --asha-shapes runs with"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        metavar="SEARCH+SCHEDULER",
+        help="run only these of the default strategies (e.g. optuna+asha); grids always run",
+    )
     args = parser.parse_args()
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # Ray's older console engine prints nothing at verbose=0
     ray.init(num_cpus=CONCURRENT, include_dashboard=False, logging_level="ERROR")
@@ -121,28 +163,36 @@ def main() -> None:
         label = f"grid {levels}^6 + fifo"
         history, wall = run("grid", "fifo", grid_space(levels), 1, args.epochs, 0, storage)
         curves[label] = [best_so_far(history, args.epochs)]
-        rows.append({"strategy": label, "seed": 0, "regret": curves[label][0][-1], "trial_epochs": len(history),
-                     "wall_s": wall})
+        rows.append(
+            {"strategy": label, "seed": 0, "regret": curves[label][0][-1], "trial_epochs": len(history), "wall_s": wall}
+        )
         print(f"{label}: regret {curves[label][0][-1]:.4f}, {len(history)} trial-epochs, {wall:.0f} s", flush=True)
     ranges = {name: tune.uniform(0.0, 1.0) for name in DIMENSIONS}
     default_shape = schedulers.asha_shape(args.epochs)
-    print(f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor "
-          f"{default_shape[1]}", flush=True)
+    print(
+        f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor {default_shape[1]}",
+        flush=True,
+    )
     variants: list[tuple[str, str, str, tuple[int, int] | None]] = [
-        (f"{search} + {scheduler}", search, scheduler, None) for search, scheduler in STRATEGIES
-        if args.only is None or f"{search}+{scheduler}" in args.only]
+        (f"{search} + {scheduler}", search, scheduler, None)
+        for search, scheduler in STRATEGIES
+        if args.only is None or f"{search}+{scheduler}" in args.only
+    ]
     for text in args.asha_shapes:
         grace, factor = (int(part) for part in text.split(":"))
-        variants += [(f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-                     for search in args.shape_searches]
+        variants += [
+            (f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
+            for search in args.shape_searches
+        ]
     for label, search, scheduler, shape in variants:
         curves[label] = []
         for seed in range(args.seeds):
             history, wall = run(search, scheduler, ranges, args.trials, args.epochs, seed, storage, shape)
             curve = best_so_far(history, args.epochs)
             curves[label].append(curve)
-            rows.append({"strategy": label, "seed": seed, "regret": curve[-1], "trial_epochs": len(history),
-                         "wall_s": wall})
+            rows.append(
+                {"strategy": label, "seed": seed, "regret": curve[-1], "trial_epochs": len(history), "wall_s": wall}
+            )
         print(f"{label}: median regret {statistics.median(c[-1] for c in curves[label]):.4f}", flush=True)
     ray.shutdown()
     table = pd.DataFrame(rows)
@@ -153,15 +203,21 @@ def main() -> None:
         median_regret = float(regret.median())
         # The cheapest grid run that reached this regret, in trial-epochs (inf: none of them did).
         grid_needs = min((epochs_to(curve, median_regret) for curve in grids), default=float("inf"))
-        summary.append({
-            "strategy": label, "seeds": len(group),
-            "regret median": median_regret, "regret 25-75 %": f"{regret.quantile(0.25):.4f}-{regret.quantile(0.75):.4f}",
-            "trial-epochs median": int(group["trial_epochs"].median()),
-            "grid's trial-epochs for that regret": grid_needs,
-            "wall s median": round(float(group["wall_s"].median()), 1),
-        })
-    print(f"\n{args.trials} configs x {args.epochs} epochs per strategy and seed; regret = best full-fidelity value "
-          f"- ({MINIMUM})\n")
+        summary.append(
+            {
+                "strategy": label,
+                "seeds": len(group),
+                "regret median": median_regret,
+                "regret 25-75 %": f"{regret.quantile(0.25):.4f}-{regret.quantile(0.75):.4f}",
+                "trial-epochs median": int(group["trial_epochs"].median()),
+                "grid's trial-epochs for that regret": grid_needs,
+                "wall s median": round(float(group["wall_s"].median()), 1),
+            }
+        )
+    print(
+        f"\n{args.trials} configs x {args.epochs} epochs per strategy and seed; regret = best full-fidelity value "
+        f"- ({MINIMUM})\n"
+    )
     print(pd.DataFrame(summary).to_markdown(index=False, floatfmt=".4f"))
     if args.plot:
         plot(curves, args.plot)
@@ -179,8 +235,9 @@ def plot(curves: dict[str, list[np.ndarray]], path: str) -> None:
         median, low, high = band(runs)
         steps = np.arange(1, len(median) + 1)
         finite = np.isfinite(median)
-        (line,) = axes.plot(steps[finite], median[finite],
-                            label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        (line,) = axes.plot(
+            steps[finite], median[finite], label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        )
         if len(runs) > 1:
             both = np.isfinite(low) & np.isfinite(high)
             axes.fill_between(steps[both], low[both], high[both], alpha=0.15, color=line.get_color())

@@ -24,8 +24,9 @@ def dataset():
 
 
 def model(config):
-    return nn.Sequential(nn.Linear(10, config["width"]), nn.ReLU(), nn.Dropout(config["dropout"]),
-                         nn.Linear(config["width"], 1))
+    return nn.Sequential(
+        nn.Linear(10, config["width"]), nn.ReLU(), nn.Dropout(config["dropout"]), nn.Linear(config["width"], 1)
+    )
 
 
 class RMSE(MeanSquaredError):

@@ -16,7 +16,7 @@ from ray import tune
 from torch import nn
 
 from tuner.data import digits
-from tuner.optimizers import load_optimizer_state
+from tuner.training.optimizers import load_optimizer_state
 
 dataset = digits  # the shipped loader: ctx.data is its (train, val)
 

@@ -17,8 +17,10 @@ def dataset():
     x, y = load_wine(return_X_y=True)
     x = (x - x.mean(axis=0)) / x.std(axis=0)  # the 13 measurements live on very different scales
     x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.3, stratify=y, random_state=0)
-    return (torch.tensor(x_train, dtype=torch.float32), torch.tensor(y_train)), \
-           (torch.tensor(x_val, dtype=torch.float32), torch.tensor(y_val))
+    return (torch.tensor(x_train, dtype=torch.float32), torch.tensor(y_train)), (
+        torch.tensor(x_val, dtype=torch.float32),
+        torch.tensor(y_val),
+    )
 
 
 def model(config):

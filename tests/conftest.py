@@ -31,6 +31,13 @@ param_space = {
 _session: pytest.Session | None = None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/e2e/ runs `tuner` as a user does (a process, or main() starting its own Ray): the slow tier."""
+    for item in items:
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     global _session
     _session = session
@@ -73,8 +80,9 @@ def tuner_command(*args: str, env: dict[str, str] | None = None) -> tuple[list[s
     return [sys.executable, "-m", "tuner", *args], full_env
 
 
-def run_tuner(*args: str, cwd: Path, timeout: float = 300,
-              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_tuner(
+    *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """`python -m tuner ...` in a fresh process, as a user runs it; `env` adds variables."""
     command, full_env = tuner_command(*args, env=env)
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
@@ -84,8 +92,9 @@ def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: f
     """`python -m tuner ...` started as a user would, SIGKILLed with every Ray process it started as soon
     as `ready()`; fails if the run ends or stalls before that."""
     command, env = tuner_command(*args)
-    driver = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    driver = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + timeout
         while not ready():

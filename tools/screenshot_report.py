@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PIL import Image, ImageChops
 
-from tuner import html_report, report
+from tuner.results import html_report, report
 
 CHROMIUM = "/usr/bin/chromium"
 WIDTH = 1400
@@ -24,9 +24,21 @@ TILE_HEIGHT = 1600
 
 
 def screenshot(page: Path, out: Path, height: int) -> None:
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--window-size={WIDTH},{height}", f"--screenshot={out}", page.resolve().as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={WIDTH},{height}",
+            f"--screenshot={out}",
+            page.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def trimmed(image: Image.Image) -> Image.Image:
@@ -52,7 +64,7 @@ def main() -> int:
     parser.add_argument("--height", type=int, default=12000, help="window height; more than the page's")
     args = parser.parse_args()
 
-    trials, history = report.build(args.experiment)
+    trials, history = report.read_tables(args.experiment)
     page = Path(html_report.write(args.experiment, trials, history, report.load_meta(args.experiment)))
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,28 +6,30 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner import space as spaces
-from tuner import submission
-from tuner.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
-from tuner.hyperparameters import MAX_SEED
-from tuner.overrides import parse_sets
-from tuner.tracking import DEFAULT_MLFLOW_STORE
+from tuner.execution import submission
+from tuner.execution.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
+from tuner.execution.tracking import DEFAULT_MLFLOW_STORE
+from tuner.results.columns import best_column
+from tuner.results.status import TrialStatus
+from tuner.spec import space as spaces
+from tuner.spec.hyperparameters import MAX_SEED
+from tuner.spec.overrides import parse_sets
+from tuner.storage.filesystem import DEFAULT_STORAGE_PATH, default_experiment_name
 
 if TYPE_CHECKING:
-    from tuner.experiment import Outcome
+    from tuner.execution.experiment import Outcome
 
 DEFAULT_SPACE = "digits_mlp"
-DEFAULT_STORAGE = "./tuner_results"
 DEFAULT_TOP = 10
 TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints usage + message; one line is enough
+    def error(self, message: str) -> NoReturn:  # argparse prints usage + message; one line is enough
         command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
         self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {command})\n")
 
@@ -85,28 +87,60 @@ EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--num-samples", {"type": _positive}),
     ("--epochs", {"type": _positive}),
     ("--workers", {"type": _positive, "help": "Ray Train workers per trial (ddp, fsdp, pipeline)"}),
-    ("--parallel", {"help": "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline (default: "
-                            "the space's, else ddp)"}),
+    (
+        "--parallel",
+        {
+            "help": "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline (default: "
+            "the space's, else ddp)"
+        },
+    ),
     ("--cpus-per-worker", {"type": _non_negative_number}),
     ("--gpus-per-worker", {"type": _non_negative_number}),
     ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
     ("--name", {"type": _experiment_name, "help": "experiment name (default: <space>-<timestamp>)"}),
     ("--seed", {"type": _seed, "default": 0}),
     ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
-    ("--set", {"dest": "sets", "action": "append", "default": [], "metavar": "KEY=VALUE",
-               "help": "pin a hyperparameter to one value; repeatable"}),
+    (
+        "--set",
+        {
+            "dest": "sets",
+            "action": "append",
+            "default": [],
+            "metavar": "KEY=VALUE",
+            "help": "pin a hyperparameter to one value; repeatable",
+        },
+    ),
     ("--search", {"help": "grid | random | optuna | hyperopt | bohb | auto (default: the space's, else grid)"}),
     ("--scheduler", {"help": "fifo | asha | hyperband | median | pbt (default: the space's, else fifo)"}),
     ("--time-budget", {"help": "stop starting and running trials after this long: 90s, 30m, 2h"}),
     ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
-    ("--max-failures", {"type": _count, "default": 2,
-                        "help": "retries of a crashed trial, each from its latest checkpoint (default 2)"}),
-    ("--mlflow", {"nargs": "?", "const": DEFAULT_MLFLOW_STORE, "metavar": "URI",
-                  "help": f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])"}),
+    (
+        "--max-failures",
+        {
+            "type": _count,
+            "default": 2,
+            "help": "retries of a crashed trial, each from its latest checkpoint (default 2)",
+        },
+    ),
+    (
+        "--mlflow",
+        {
+            "nargs": "?",
+            "const": DEFAULT_MLFLOW_STORE,
+            "metavar": "URI",
+            "help": f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])",
+        },
+    ),
     ("--verbose", {"action": "store_true", "help": "Ray's own full output: a table per trial, every log line"}),
     ("--quiet", {"action": "store_true", "help": "print only the final summary"}),
-    ("--no-smoke", {"dest": "no_smoke", "action": "store_true",
-                    "help": "skip the smoke step (one batch of the space's code on the first config, run while Ray starts)"}),
+    (
+        "--no-smoke",
+        {
+            "dest": "no_smoke",
+            "action": "store_true",
+            "help": "skip the smoke step (one batch of the space's code on the first config, run while Ray starts)",
+        },
+    ),
 ]
 
 
@@ -132,39 +166,61 @@ def _parser() -> argparse.ArgumentParser:
 
     run_cmd = commands.add_parser("run", help="run an experiment from a space module")
     _add_experiment_arguments(run_cmd)
-    run_cmd.add_argument("--storage-path", default=DEFAULT_STORAGE, help="local path or pyarrow-fs URI")
+    run_cmd.add_argument("--storage-path", default=DEFAULT_STORAGE_PATH, help="local path or pyarrow-fs URI")
     run_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
-    run_cmd.add_argument("--dashboard", action="store_true",
-                         help=f"start the local Ray instance with its dashboard on {LOOPBACK}")
+    run_cmd.add_argument(
+        "--dashboard", action="store_true", help=f"start the local Ray instance with its dashboard on {LOOPBACK}"
+    )
     run_cmd.add_argument("--dashboard-port", type=_port, default=DEFAULT_DASHBOARD_PORT)
 
     submit_cmd = commands.add_parser("submit", help="submit an experiment to a Ray cluster as a Ray Job")
     _add_experiment_arguments(submit_cmd)
-    submit_cmd.add_argument("--address", default=os.environ.get("RAY_API_SERVER_ADDRESS"),
-                            help="the cluster's dashboard, e.g. http://127.0.0.1:8265 (or RAY_API_SERVER_ADDRESS)")
-    submit_cmd.add_argument("--storage-path", default=submission.DEFAULT_STORAGE,
-                            help=f"absolute path or URI on the cluster (default {submission.DEFAULT_STORAGE})")
+    submit_cmd.add_argument(
+        "--address",
+        default=os.environ.get("RAY_API_SERVER_ADDRESS"),
+        help="the cluster's dashboard, e.g. http://127.0.0.1:8265 (or RAY_API_SERVER_ADDRESS)",
+    )
+    submit_cmd.add_argument(
+        "--storage-path",
+        default=submission.DEFAULT_STORAGE,
+        help=f"absolute path or URI on the cluster (default {submission.DEFAULT_STORAGE})",
+    )
     submit_cmd.add_argument("--follow", action="store_true", help="stream the job's logs until it ends")
 
     resume_cmd = commands.add_parser("resume", help="continue an interrupted experiment")
-    resume_cmd.add_argument("experiment", nargs="?",
-                            help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE})")
+    resume_cmd.add_argument(
+        "experiment",
+        nargs="?",
+        help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
+    )
     resume_cmd.add_argument("--data-dir", help="dataset root, if it moved since the run")
     resume_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
     resume_cmd.add_argument("-v", "--verbose", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--verbose"]["help"])
     resume_cmd.add_argument("-q", "--quiet", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--quiet"]["help"])
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
-    report_cmd.add_argument("experiment", nargs="?",
-                            help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE})")
-    report_cmd.add_argument("--top", type=_positive, help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)")
-    report_cmd.add_argument("--format", choices=TABLE_FORMATS, default="md", help="the table on stdout: md, csv or json")
-    report_cmd.add_argument("--html", action="store_true",
-                            help="also write report.html: the table, plots and importance in one file")
+    report_cmd.add_argument(
+        "experiment",
+        nargs="?",
+        help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
+    )
+    report_cmd.add_argument(
+        "--top", type=_positive, help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)"
+    )
+    report_cmd.add_argument(
+        "--format", choices=TABLE_FORMATS, default="md", help="the table on stdout: md, csv or json"
+    )
+    report_cmd.add_argument(
+        "--html", action="store_true", help="also write report.html: the table, plots and importance in one file"
+    )
 
     list_cmd = commands.add_parser("list", help="the experiments under a storage path, newest first")
-    list_cmd.add_argument("storage", nargs="?", default=DEFAULT_STORAGE,
-                          help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE})")
+    list_cmd.add_argument(
+        "storage",
+        nargs="?",
+        default=DEFAULT_STORAGE_PATH,
+        help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE_PATH})",
+    )
     for command in commands.choices.values():
         command.set_defaults(command_parser=command)
     return parser
@@ -174,9 +230,9 @@ def _experiment(args: argparse.Namespace) -> str:
     """The experiment directory given, else the newest under the default storage, said on stderr."""
     if args.experiment:
         return args.experiment
-    from tuner import experiments
+    from tuner.results import experiments
 
-    path = experiments.newest(DEFAULT_STORAGE)
+    path = experiments.newest(DEFAULT_STORAGE_PATH)
     print(f"tuner: the newest experiment: {path}", file=sys.stderr)
     return path
 
@@ -207,12 +263,21 @@ def _run(args: argparse.Namespace) -> int:
     space = _space(args)
     if args.dashboard and args.address:
         raise TunerError("--dashboard starts a local instance's dashboard; a cluster given with --address has its own")
-    from tuner.experiment import RunOptions, run  # torch and Ray's runtime load once the input is checked
+    from tuner.execution.experiment import RunOptions, run  # torch and Ray's runtime load once the input is checked
 
     cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
-    options = RunOptions(storage_path=args.storage_path, name=args.name, seed=args.seed, data_dir=args.data_dir,
-                         max_concurrent=args.max_concurrent, cluster=cluster, max_failures=args.max_failures,
-                         smoke=not args.no_smoke, verbose=_verbosity(args), mlflow=args.mlflow)
+    options = RunOptions(
+        storage_path=args.storage_path,
+        name=args.name,
+        seed=args.seed,
+        data_dir=args.data_dir,
+        max_concurrent=args.max_concurrent,
+        cluster=cluster,
+        max_failures=args.max_failures,
+        smoke=not args.no_smoke,
+        verbose=_verbosity(args),
+        mlflow=args.mlflow,
+    )
     return _summarize(run(space, options))
 
 
@@ -233,13 +298,14 @@ def _forwarded(args: argparse.Namespace) -> list[str]:
 
 def _submit(args: argparse.Namespace) -> int:
     if not args.address:
-        raise TunerError("give the cluster's dashboard address: --address http://<head node>:8265 "
-                         "(or set RAY_API_SERVER_ADDRESS)")
+        raise TunerError(
+            "give the cluster's dashboard address: --address http://<head node>:8265 (or set RAY_API_SERVER_ADDRESS)"
+        )
     space = _space(args)  # bad input fails here, before anything reaches the cluster
     job = submission.Job(
         address=args.address,
         space_ref=submission.space_argument(_space_ref(args), space, os.getcwd()),
-        name=args.name or submission.default_name(space.name),
+        name=args.name or default_experiment_name(space.name),
         storage_path=submission.check_storage_path(args.storage_path),
         run_arguments=_forwarded(args),
     )
@@ -247,14 +313,17 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from tuner.experiment import resume
+    from tuner.execution.experiment import resume
 
-    return _summarize(resume(_experiment(args), cluster=Cluster(address=args.address), data_dir=args.data_dir,
-                             verbose=_verbosity(args)))
+    return _summarize(
+        resume(
+            _experiment(args), cluster=Cluster(address=args.address), data_dir=args.data_dir, verbose=_verbosity(args)
+        )
+    )
 
 
 def _summarize(outcome: "Outcome") -> int:
-    from tuner import report
+    from tuner.results import report
 
     trials, path = outcome.trials, outcome.experiment_path
     if outcome.unread:
@@ -262,18 +331,22 @@ def _summarize(outcome: "Outcome") -> int:
     print()
     print(f"experiment: {path}")
     print(f"report:     {path}/{report.TRIALS_CSV} (python -m tuner report {path})")
-    unfinished = trials["status"].isin([report.INCOMPLETE, report.NOT_STARTED])
+    unfinished = trials["status"].isin([TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED])
     if unfinished.any():
-        print(f"interrupted: {int((~unfinished).sum())} of {len(trials)} trials done; "
-              f"continue with: python -m tuner resume {path}")
+        print(
+            f"interrupted: {int((~unfinished).sum())} of {len(trials)} trials done; "
+            f"continue with: python -m tuner resume {path}"
+        )
     scored = report.scored(trials, outcome.metric)
     if scored.empty:
         print(f"no trial completed ({len(trials)} recorded); the report lists each trial's status and error")
         return INTERRUPTED if unfinished.any() else 1
     best = scored.iloc[0]
     config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
-    print(f"best trial: {best['trial_id']}  best_{outcome.metric}={best['best_' + outcome.metric]:.4g} "
-          f"(epoch {best['best_epoch']})  {config}")
+    print(
+        f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
+        f"(epoch {best['best_epoch']})  {config}"
+    )
     _next_steps(path, {key: best[key] for key in outcome.params})
     return INTERRUPTED if unfinished.any() else 0
 
@@ -291,35 +364,40 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from tuner import report
+    from tuner.results import report
 
     experiment = _experiment(args)
     meta = report.load_meta(experiment)
-    trials, history = report.build(experiment)
+    trials, history = report.read_tables(experiment)
     try:
         report.save(experiment, trials, history)
     except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
-        print(f"tuner: warning: could not rewrite the report files in {experiment} "
-              f"({err.strerror or err}); the table below is read from Ray's files", file=sys.stderr)
+        print(
+            f"tuner: warning: could not rewrite the report files in {experiment} "
+            f"({err.strerror or err}); the table below is read from Ray's files",
+            file=sys.stderr,
+        )
     if args.html:
-        from tuner import html_report  # matplotlib loads only for the HTML report
+        from tuner.results import html_report  # matplotlib loads only for the HTML report
 
         print(f"html report: {html_report.write(experiment, trials, history, meta)}", file=sys.stderr)
-    table = report.ranked(trials, meta["metric"], meta["params"], top=args.top or (DEFAULT_TOP if args.format == "md" else None))
+    table = report.ranked(
+        trials, meta.metric, meta.params, top=args.top or (DEFAULT_TOP if args.format == "md" else None)
+    )
     if args.format == "csv":
         print(table.to_csv(index=False), end="")
     elif args.format == "json":
         print(table.to_json(orient="records", indent=1))
     else:
-        running = (trials["status"] == report.INCOMPLETE).sum() if len(trials) else 0
+        running = (trials["status"] == TrialStatus.INCOMPLETE).sum() if len(trials) else 0
         live = f" ({running} still running or interrupted)" if running else ""
-        print(f"# {meta['space']}: {len(trials)} trials{live}, ranked by best {meta['metric']} ({meta['mode']})\n")
+        print(f"# {meta.space}: {len(trials)} trials{live}, ranked by best {meta.metric} ({meta.mode})\n")
         print(table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tuner import experiments
+    from tuner.results import experiments
 
     rows = [experiments.summarize(path).row() for path in experiments.find(args.storage)]
     if not rows:
@@ -337,16 +415,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report,
-                "list": _list}[args.command](args)
+        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report, "list": _list}[args.command](args)
     except TunerError as err:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)
         print(f"tuner: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except Interrupted as interrupted:
-        print(f"\ntuner: interrupted; the experiment is saved: continue with: python -m tuner resume "
-              f"{interrupted.experiment_path}", file=sys.stderr)
+        print(
+            f"\ntuner: interrupted; the experiment is saved: continue with: python -m tuner resume "
+            f"{interrupted.experiment_path}",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     except KeyboardInterrupt:  # before an experiment existed, or while printing a summary or report
         print("\ntuner: interrupted", file=sys.stderr)

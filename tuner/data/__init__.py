@@ -4,7 +4,7 @@ dataset = digits` are the same space.
 
 The torchvision sets read a local root: their `data_dir` argument, else `TUNER_DATA_DIR` (which
 `--data-dir` sets for the run). The registry names them as "module:attribute" strings (see
-`tuner.lazy`): `tuner.space` checks a name without importing torch.
+`tuner.lazy`): `tuner.spec.space` checks a name without importing torch.
 """
 
 from typing import Any

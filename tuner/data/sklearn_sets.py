@@ -21,5 +21,7 @@ def digits() -> Splits:
     x_train, x_val, y_train, y_val = train_test_split(
         x, labels, test_size=0.2, stratify=labels, random_state=SPLIT_SEED
     )
-    return Splits((torch.from_numpy(x_train), torch.from_numpy(y_train).long()),
-                  (torch.from_numpy(x_val), torch.from_numpy(y_val).long()))
+    return Splits(
+        (torch.from_numpy(x_train), torch.from_numpy(y_train).long()),
+        (torch.from_numpy(x_val), torch.from_numpy(y_val).long()),
+    )

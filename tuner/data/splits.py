@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+from typing_extensions import TypeIs
 
 from tuner.errors import TunerError
 
@@ -19,8 +20,14 @@ TensorPair = tuple[torch.Tensor, torch.Tensor]
 Split = TensorPair | Dataset
 
 
-def is_tensor_pair(split: Any) -> bool:
+def is_tensor_pair(split: Any) -> TypeIs[TensorPair]:
     return isinstance(split, tuple) and len(split) == 2 and all(isinstance(t, torch.Tensor) for t in split)
+
+
+def split_size(split: Split) -> int:
+    """How many samples a split holds. A Dataset's length is not in its type (an IterableDataset has
+    none), but the splits tuner trains on are map-style: DataLoader's sampler needs their len()."""
+    return len(split[1]) if is_tensor_pair(split) else len(split)  # type: ignore[arg-type]
 
 
 def _tensor(value: Any) -> torch.Tensor:
@@ -40,13 +47,17 @@ def _split(value: Any, which: str, source: str) -> Split:
         except (TypeError, ValueError) as err:
             raise TunerError(f"{source}: the {which} split's (x, y) are not arrays or tensors ({err})") from None
         if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
-            raise TunerError(f"{source}: the {which} split's x and y must have one row per sample; got shapes "
-                             f"{tuple(x.shape)} and {tuple(y.shape)}")
+            raise TunerError(
+                f"{source}: the {which} split's x and y must have one row per sample; got shapes "
+                f"{tuple(x.shape)} and {tuple(y.shape)}"
+            )
         if len(x) == 0:
             raise TunerError(f"{source}: the {which} split is empty")
         return x, y
-    raise TunerError(f"{source} must return (train, val), each an (x, y) pair of tensors or a torch Dataset; "
-                     f"the {which} split is a {type(value).__name__}")
+    raise TunerError(
+        f"{source} must return (train, val), each an (x, y) pair of tensors or a torch Dataset; "
+        f"the {which} split is a {type(value).__name__}"
+    )
 
 
 class Splits(NamedTuple):
@@ -61,8 +72,10 @@ class Splits(NamedTuple):
         if isinstance(value, Splits):
             return value
         if not isinstance(value, (tuple, list)) or len(value) != 2:
-            raise TunerError(f"{source} must return (train, val), each an (x, y) pair of tensors or a torch "
-                             f"Dataset; it returned a {type(value).__name__}")
+            raise TunerError(
+                f"{source} must return (train, val), each an (x, y) pair of tensors or a torch "
+                f"Dataset; it returned a {type(value).__name__}"
+            )
         return cls(_split(value[0], "train", source), _split(value[1], "val", source))
 
     def _first(self) -> tuple[Any, Any]:
@@ -108,7 +121,9 @@ class Splits(NamedTuple):
         if self.classification:
             classes = self.num_classes
             if classes is None:
-                raise TunerError("the number of classes is unknown: give the Dataset a `targets` attribute, "
-                                 "or build the model yourself")
+                raise TunerError(
+                    "the number of classes is unknown: give the Dataset a `targets` attribute, "
+                    "or build the model yourself"
+                )
             return classes
         return math.prod(torch.as_tensor(self._first()[1]).shape)

@@ -49,8 +49,10 @@ def _read(cls: type, root: Path, train: bool, where: Path):
     try:
         return cls(root=str(root), train=train, download=False)
     except Exception as err:  # torchvision raises a mix of RuntimeError/ValueError/pickle errors
-        raise TunerError(f"dataset files under {where} could not be read ({type(err).__name__}: {err}); "
-                         "replace them with an intact copy") from None
+        raise TunerError(
+            f"dataset files under {where} could not be read ({type(err).__name__}: {err}); "
+            "replace them with an intact copy"
+        ) from None
 
 
 def _idx(cls: type, folder: str, data_dir: str | None) -> Splits:
@@ -58,8 +60,10 @@ def _idx(cls: type, folder: str, data_dir: str | None) -> Splits:
     _require(root, f"{folder}/raw", IDX_FILES)
     train = _read(cls, root, True, root / folder / "raw")
     val = _read(cls, root, False, root / folder / "raw")
-    return Splits((train.data.unsqueeze(1).contiguous(), train.targets.long()),
-                  (val.data.unsqueeze(1).contiguous(), val.targets.long()))
+    return Splits(
+        (train.data.unsqueeze(1).contiguous(), train.targets.long()),
+        (val.data.unsqueeze(1).contiguous(), val.targets.long()),
+    )
 
 
 def mnist(*, data_dir: str | None = None) -> Splits:
@@ -84,4 +88,6 @@ def cifar10(*, data_dir: str | None = None) -> Splits:
     def chw(images: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
-    return Splits((chw(train.data), torch.tensor(train.targets).long()), (chw(val.data), torch.tensor(val.targets).long()))
+    return Splits(
+        (chw(train.data), torch.tensor(train.targets).long()), (chw(val.data), torch.tensor(val.targets).long())
+    )

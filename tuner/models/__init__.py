@@ -2,7 +2,7 @@
 follows, so `model = "cnn"` and `from tuner.models import cnn; model = cnn` are the same space.
 
 `data` is the space's `Splits`, which gives the input shape and the number of outputs. The registry
-names them as "module:attribute" strings (see `tuner.lazy`): `tuner.space` checks a name without
+names them as "module:attribute" strings (see `tuner.lazy`): `tuner.spec.space` checks a name without
 importing torch.
 """
 
@@ -16,8 +16,11 @@ MODELS: dict[str, str] = {
     "resnet18": "tuner.models._resnet:resnet18",
     "resnet50": "tuner.models._resnet:resnet50",
 }
-PUBLIC = {**MODELS, "small_image_resnet18": "tuner.models._resnet:small_image_resnet18",
-          "Standardize": "tuner.models.standardize:Standardize"}
+PUBLIC = {
+    **MODELS,
+    "small_image_resnet18": "tuner.models._resnet:small_image_resnet18",
+    "Standardize": "tuner.models.standardize:Standardize",
+}
 
 __all__ = sorted(PUBLIC)
 

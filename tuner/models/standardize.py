@@ -4,13 +4,16 @@ variance per channel, with statistics taken from the training split the model is
 import torch
 from torch import nn
 
-from tuner.data.splits import Splits, is_tensor_pair
+from tuner.data.splits import Splits, is_tensor_pair, split_size
 
 # Statistics from the first samples only: enough for a mean and a spread, and cheap on every trial.
 STATS_SAMPLES = 10_000
 
 
 class Standardize(nn.Module):
+    mean: torch.Tensor  # buffers: saved with the weights, moved with .to(device)
+    std: torch.Tensor
+
     def __init__(self, scale: float, mean: torch.Tensor, std: torch.Tensor):
         super().__init__()
         self.scale = scale
@@ -26,7 +29,7 @@ class Standardize(nn.Module):
         if is_tensor_pair(data.train):
             x = data.train[0][:STATS_SAMPLES]
         else:
-            x = torch.stack([torch.as_tensor(data.train[i][0]) for i in range(min(len(data.train), 1000))])
+            x = torch.stack([torch.as_tensor(data.train[i][0]) for i in range(min(split_size(data.train), 1000))])
         scale = 1 / 255 if x.dtype == torch.uint8 else 1.0
         x = x.double() * scale
         axes = [axis for axis in range(x.ndim) if axis != 1] if x.ndim > 1 else [0]

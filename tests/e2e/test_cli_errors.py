@@ -1,0 +1,135 @@
+"""Bad input: one line on stderr naming the problem and the fix, exit code 2, no traceback, nothing written."""
+
+import pytest
+
+from tests.conftest import REPO, run_tuner
+from tuner.cli import main
+
+MNIST_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
+SPACES = REPO / "search_spaces"
+
+MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
+HEADER = 'from ray import tune\nmodel = "mlp"\ndataset = "digits"\nmetric = "val_acc"\nmode = "max"\n'
+# Malformed space modules, one per row of the table below.
+SPACE_FILES = {
+    "missing_fields.py": MISSING_FIELDS,
+    "syntax_error.py": HEADER + 'param_space = {"lr": tune.grid_search([0.1, 0.2)}\n',
+    "wrong_types.py": HEADER + 'epochs = "ten"\nparam_space = {"lr": 0.1}\n',
+    "empty_grid.py": HEADER + 'param_space = {"lr": tune.grid_search([])}\n',
+    "negative_epochs.py": HEADER + 'epochs = -3\nparam_space = {"lr": 0.1}\n',
+    "zero_samples.py": HEADER + 'num_samples = 0\nparam_space = {"lr": 0.1}\n',
+    "list_space.py": HEADER + 'param_space = ["lr"]\n',
+}
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "no_such_space"], "unknown space 'no_such_space'; available:"),
+        (["run", "nowhere/space.py"], "space module nowhere/space.py does not exist"),
+        (["run", "missing_fields.py"], "is missing metric, mode, param_space"),
+        (["run", "syntax_error.py"], "space module syntax_error.py has a syntax error at line 6: closing parenthesis"),
+        (["run", "wrong_types.py"], "space wrong_types: epochs must be an integer >= 1, not 'ten'"),
+        (["run", "empty_grid.py"], "space empty_grid: param_space['lr'] is an empty grid; give tune.grid_search at"),
+        (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer >= 1, not -3"),
+        (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer >= 1, not 0"),
+        (["run", "list_space.py"], "space list_space: param_space must be a dict, not list"),
+        (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
+        (["run", "--set", "lr"], "--set 'lr' is not key=value"),
+        (
+            ["run", "--set", "learning_rate=0.1"],
+            "--set learning_rate: not a key of the space's param_space (lr, hidden,",
+        ),
+        (["run", "--seed", "-5"], "argument --seed: must be at least 0, not -5"),
+        (["run", "--set", "batch_size=0"], "batch_size must be an integer >= 1, not 0"),
+        (["run", "--workers", "0"], "argument --workers: must be at least 1, not 0"),
+        (["run", "--name", "../elsewhere"], "argument --name: '../elsewhere' is not a plain name"),
+        (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
+        (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),
+        (["run", "mnist_cnn", "--data-dir", "absent_dir"], "data dir"),
+        (["run", "digits_mlp", "--space", "digits_cnn"], "either as an argument or with --space"),
+        (["report", "not_an_experiment"], "is not a tuner experiment"),
+        (["resume", "not_an_experiment"], "is not a tuner experiment"),
+        (["run", "--time-budget", "abc"], "time budget 'abc' is not a duration; write e.g. 90s, 30m"),
+        (
+            ["run", "--stop", "accuracy>0.9"],
+            "stop condition's metric 'accuracy' is never reported; the loop reports train_loss, val_acc, val_loss",
+        ),
+        (["run", "--scheduler", "pb2"], "unknown scheduler 'pb2'"),
+        (["run", "-v", "-q"], "give -v (Ray's full output) or -q (the summary only), not both"),
+        (
+            ["run", "--scheduler", "pbt", "--set", "lr=0.1", "--set", "weight_decay=0", "--set", "batch_size=64"],
+            "pbt has nothing to mutate",
+        ),
+        (["run", "--max-failures", "-3"], "argument --max-failures: must be at least 0, not -3"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["report", "absent_dir"], "absent_dir does not exist"),
+        (["report", "not_an_experiment", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
+        (["run", "--address", "127.0.0.1:1"], "cannot reach a Ray cluster at 127.0.0.1:1 (Connection refused)"),
+        (["run", "--address", "ray://127.0.0.1:1"], "cannot reach a Ray cluster at ray://127.0.0.1:1"),
+        (
+            ["run", "--address", "http://127.0.0.1:8265"],
+            "is a dashboard (Jobs API) address: use it with `tuner submit`",
+        ),
+        (["run", "--address", "not an address"], "is not a Ray address; use auto, host:port or ray://host:port"),
+        (["run", "--dashboard", "--address", "auto"], "a cluster given with --address has its own"),
+        (["run", "--dashboard-port", "70000"], "argument --dashboard-port: 70000 is not a TCP port"),
+        (["submit"], "give the cluster's dashboard address: --address http://<head node>:8265"),
+        (["submit", "--address", "http://127.0.0.1:1"], "cannot reach a Ray cluster at http://127.0.0.1:1"),
+        (["submit", "--address", "127.0.0.1:6379"], "is not a dashboard URL; `tuner submit` needs http://"),
+        (
+            ["submit", "--address", "http://127.0.0.1:1", "--storage-path", "results"],
+            "--storage-path results is relative",
+        ),
+        (["submit", "--address", "http://127.0.0.1:1", "--set", "lr=-1"], "lr must be"),
+        (
+            ["submit", "--address", "http://127.0.0.1:1", str(SPACES / "digits_mlp.py")],
+            "is outside the current directory",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, without_session_ray, args, message):
+    """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
+    an exception that escaped `main` would fail the test with its traceback."""
+    for name, text in SPACE_FILES.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "not_an_experiment").mkdir()
+    corrupt = tmp_path / "corrupt" / "MNIST" / "raw"
+    corrupt.mkdir(parents=True)
+    for name in MNIST_FILES:
+        (corrupt / name).write_bytes(b"\x08\x03 not an IDX file")
+    monkeypatch.chdir(tmp_path)
+    for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    before = set(tmp_path.iterdir())
+    try:
+        code = main(args)
+    except SystemExit as exit_:  # argparse exits by itself on malformed options
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], captured.err
+    assert set(tmp_path.iterdir()) == before  # no experiment directory, no tuner_results/
+
+
+def test_bad_input_from_a_real_process_has_no_traceback(tmp_path):
+    (tmp_path / "missing_fields.py").write_text(MISSING_FIELDS)
+    result = run_tuner("run", "missing_fields.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tuner: error: space module missing_fields.py is missing metric, mode, param_space; "
+        "see README 'Writing a space module'"
+    ]
+
+
+def test_workers_beyond_the_cluster_fail_before_any_trial(tmp_path):
+    result = run_tuner("run", "--workers", "8", "--storage-path", "results", "--name", "too_big", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert (
+        "tuner: error: a trial needs 8 workers x 1 CPU = 8 CPU, but the Ray cluster has 2; lower --workers"
+        in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "results" / "too_big").exists()

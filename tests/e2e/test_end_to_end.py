@@ -1,0 +1,259 @@
+"""`python -m tuner run` as a user runs it: a subprocess, a real local Ray instance, real training."""
+
+import itertools
+import json
+import os
+import re
+import textwrap
+
+import nbformat
+import pandas as pd
+import pytest
+from nbclient import NotebookClient
+
+from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
+from tuner.results import analysis
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("e2e")
+    (path / "tiny_grid.py").write_text(textwrap.dedent(TINY_GRID))
+    return path
+
+
+@pytest.fixture(scope="module")
+def grid_run(workdir):
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "grid", "--seed", "3", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, workdir / "results" / "grid"
+
+
+def test_trials_match_the_grid(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 4
+    assert set(zip(trials["lr"], trials["batch_size"])) == set(itertools.product([0.001, 0.01], [32, 64]))
+    assert set(trials["hidden"]) <= {16, 32}
+    assert (trials["status"] == "finished").all() and (trials["epochs"] == 2).all()
+    assert trials["rank"].tolist() == [1, 2, 3, 4]
+    assert trials["best_val_acc"].is_monotonic_decreasing
+    assert trials["best_val_acc"].iloc[0] > 0.8  # chance is 0.1; two epochs of the best config beat it easily
+    parquet = pd.read_parquet(experiment / "trials.parquet")
+    pd.testing.assert_frame_equal(parquet[["trial_id", "best_val_acc"]], trials[["trial_id", "best_val_acc"]])
+
+
+def test_history_has_one_row_per_trial_per_epoch(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert len(history) == 8
+    assert set(history["trial_id"]) == set(trials["trial_id"])
+    for _, rows in history.groupby("trial_id"):
+        assert rows["epoch"].tolist() == [1, 2]
+    assert (history["world_size"] == 1).all()
+    best = trials.set_index("trial_id")["best_val_acc"]
+    assert (history.groupby("trial_id")["val_acc"].max() == best.loc[history.groupby("trial_id").size().index]).all()
+
+
+def test_run_prints_best_trial_and_report_path(grid_run):
+    result, experiment = grid_run
+    best = pd.read_csv(experiment / "trials.csv").iloc[0]
+    assert f"experiment: {experiment}" in result.stdout
+    assert f"best trial: {best['trial_id']}" in result.stdout
+    assert re.search(r"^\d+/\d+ trials done", result.stdout, re.MULTILINE)  # tuner's live view (on a pipe)
+    assert "smoke step: one batch of the space's code on the first config ran in" in result.stdout
+
+
+def test_report_command_from_another_process(grid_run):
+    _, experiment = grid_run
+    result = run_tuner("report", str(experiment), "--top", "3", cwd=experiment)
+    assert result.returncode == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 3  # header, separator, top 3
+    best = pd.read_csv(experiment / "trials.csv").iloc[0]
+    assert best["trial_id"] in table[2]
+
+
+def test_analysis_load_gives_the_same_frames(grid_run):
+    _, experiment = grid_run
+    exp = analysis.load(str(experiment))
+    assert exp.metric == "val_acc" and exp.mode == "max"
+    assert exp.best()["trial_id"] == pd.read_csv(experiment / "trials.csv").iloc[0]["trial_id"]
+    assert exp.curves().shape == (2, 4)
+
+
+def _execute_notebook(name: str, monkeypatch, **env: str) -> list:
+    for key, value in {**env, "PYTHONPATH": str(REPO)}.items():
+        monkeypatch.setenv(key, value)
+    notebook = nbformat.read(REPO / "notebooks" / name, as_version=4)
+    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+    assert not [out for out in outputs if out.output_type == "error"]
+    return outputs
+
+
+def _text(outputs: list) -> str:
+    return "\n".join(out.get("text", "") + out.get("data", {}).get("text/plain", "") for out in outputs)
+
+
+def test_quick_look_notebook_executes_on_the_experiment(grid_run, monkeypatch):
+    _, experiment = grid_run
+    outputs = _execute_notebook("quick_look.ipynb", monkeypatch, TUNER_EXPERIMENT=str(experiment))
+    # learning curves, score per hyperparameter, parallel coordinates, importance, early stopping
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 5
+    assert "4 trials" in _text(outputs)
+
+
+@pytest.fixture(scope="module")
+def asha_run(workdir):
+    result = run_tuner(
+        "run",
+        "tiny_grid.py",
+        "--storage-path",
+        "results",
+        "--name",
+        "asha",
+        "--search",
+        "random",
+        "--scheduler",
+        "asha",
+        "--num-samples",
+        "4",
+        "--epochs",
+        "3",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir / "results" / "asha"
+
+
+def test_compare_notebook_puts_two_experiments_side_by_side(grid_run, asha_run, monkeypatch):
+    _, grid = grid_run
+    outputs = _execute_notebook("compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}")
+    text = _text(outputs)
+    assert "comparing grid (grid, fifo) vs asha (random, asha)" in text
+    assert "trial-epochs spent" in text
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 1
+
+
+def test_html_report_and_table_formats(grid_run):
+    _, experiment = grid_run
+    trials = pd.read_csv(experiment / "trials.csv")
+    result = run_tuner("report", str(experiment), "--html", "--format", "json", cwd=experiment)
+    assert result.returncode == 0, result.stderr
+    assert [row["trial_id"] for row in json.loads(result.stdout)] == trials["trial_id"].tolist()
+    page = (experiment / "report.html").read_text()
+    assert all(trial_id in page for trial_id in trials["trial_id"])
+    assert page.count("data:image/png;base64,") >= 5 and "<script src" not in page
+    csv = run_tuner("report", str(experiment), "--format", "csv", "--top", "2", cwd=experiment)
+    assert csv.stdout.splitlines()[0].startswith("rank,trial_id,status") and len(csv.stdout.splitlines()) == 3
+
+
+def test_tensorboard_event_files_are_written(grid_run):
+    _, experiment = grid_run
+    assert len(list(experiment.glob("*/events.out.tfevents.*"))) == 4  # one per trial, for `tensorboard --logdir`
+
+
+def test_report_of_an_experiment_where_every_trial_diverged(workdir):
+    """No trial finished: the run says so, and the HTML report names each trial and why it stopped."""
+    result = run_tuner(
+        "run",
+        "tiny_grid.py",
+        "--storage-path",
+        "results",
+        "--name",
+        "diverged",
+        "--set",
+        "lr=1e12",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "hidden=16",
+        "--epochs",
+        "3",
+        cwd=workdir,
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "no trial completed" in result.stdout
+    experiment = workdir / "results" / "diverged"
+    report = run_tuner("report", str(experiment), "--html", cwd=workdir)
+    assert report.returncode == 0, report.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert (trials["status"] == "diverged").all()
+    page = (experiment / "report.html").read_text()
+    assert "Failed trials" in page and all(trial_id in page for trial_id in trials["trial_id"])
+    assert page.count("non-finite loss in epoch 1") == len(trials)  # why each one stopped
+
+
+def test_existing_experiment_is_never_overwritten(grid_run, workdir):
+    _, experiment = grid_run
+    before = sorted(os.listdir(experiment))
+    result = run_tuner("run", "tiny_grid.py", "--storage-path", "results", "--name", "grid", cwd=workdir)
+    assert result.returncode == 2 and "already exists" in result.stderr
+    assert sorted(os.listdir(experiment)) == before
+
+
+def test_two_worker_ddp_trial_on_uri_storage(workdir):
+    """Two gloo ranks in one trial, with the experiment stored through a pyarrow-fs URI."""
+    result = run_tuner(
+        "run",
+        "tiny_grid.py",
+        "--storage-path",
+        f"file://{workdir}/uri_results",
+        "--name",
+        "ddp",
+        "--workers",
+        "2",
+        "--set",
+        "lr=0.01",
+        "--set",
+        "batch_size=64",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = workdir / "uri_results" / "ddp"
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert history["world_size"].tolist() == [2, 2]
+    assert history["epoch"].tolist() == [1, 2]
+    assert history["val_acc"].between(0.3, 1.0).all()
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 1 and trials.loc[0, "status"] == "finished"
+    assert list(experiment.glob("*/checkpoint_*/checkpoint.pt"))  # rank 0's checkpoints, kept by Tune
+    assert not list(experiment.glob("train_runs/*"))  # Ray Train's staging runs are gone
+
+
+def _epochs_recorded(experiment) -> int:
+    return sum(len(path.read_text().splitlines()) for path in experiment.glob("*/result.json"))
+
+
+def test_report_on_a_killed_experiment(workdir):
+    """The driver SIGKILLed mid-run: what Ray recorded is still reported, nothing is invented."""
+    (workdir / "long.py").write_text(textwrap.dedent(TINY_GRID).replace("epochs = 2", "epochs = 400"))
+    experiment = workdir / "results" / "killed"
+    run_killed_when(
+        lambda: bool(list(experiment.glob("experiment_state-*.json"))) and _epochs_recorded(experiment) >= 5,
+        "run",
+        "long.py",
+        "--storage-path",
+        "results",
+        "--name",
+        "killed",
+        cwd=workdir,
+    )
+    assert not (experiment / "trials.csv").exists()  # the run never got to write its report
+
+    result = run_tuner("report", str(experiment), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert 1 <= len(trials) <= 4
+    assert set(trials["status"]) <= {"finished", "incomplete", "not started"}
+    assert "incomplete" in set(trials["status"])
+    started = trials[trials["epochs"] > 0]
+    assert (started["status"] != "not started").all() and started["best_epoch"].notna().all()
+    assert trials["epochs"].max() >= 1 and (trials["epochs"] < 400).all()
+    # Every epoch in the report is one that a trial wrote to result.json before the kill.
+    assert len(history) == trials["epochs"].sum() <= _epochs_recorded(experiment)

@@ -1,0 +1,398 @@
+"""Faults injected for real into real runs: killed trial workers, a killed DDP rank, a driver killed on a
+seeded schedule, Ctrl-C, a diverging trial, a full or read-only disk, a report killed mid-write.
+
+Every wait is bounded, so a hang fails the test instead of stalling the suite.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from tests.conftest import run_tuner, tuner_command
+
+pytestmark = pytest.mark.slow
+
+SPACE = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = {epochs}
+param_space = {{"lr": {lr}, "hidden": 16, "batch_size": 64}}
+"""
+
+
+def write_space(workdir: Path, name: str, epochs: int, lr: str) -> str:
+    (workdir / f"{name}.py").write_text(textwrap.dedent(SPACE.format(epochs=epochs, lr=lr)))
+    return f"{name}.py"
+
+
+def wait_until(
+    condition: Callable[[], bool], what: str, timeout: float = 180, driver: subprocess.Popen | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert driver is None or driver.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.2)
+
+
+def rows(experiment: Path) -> dict[str, list[dict]]:
+    """What Ray has recorded so far: trial dir name -> its result.json rows. Ray rewrites the file in
+    place when it syncs; on a full disk the rewrite stops short, leaving a torn last line (not a row)."""
+    recorded = {}
+    for path in experiment.glob("*/result.json"):
+        recorded[path.parent.name] = []
+        for line in path.read_text().splitlines():
+            try:
+                recorded[path.parent.name].append(json.loads(line))
+            except ValueError:
+                continue
+    return recorded
+
+
+def epochs_checkpointed(experiment: Path) -> int:
+    """Epochs all trials have checkpointed so far. Each epoch writes checkpoint_<index> straight to
+    storage, where result rows only arrive with Ray's next state snapshot (every 10 s or more)."""
+    return sum(
+        1 + max(int(c.name.split("_")[1]) for c in trial.glob("checkpoint_*"))
+        for trial in experiment.glob("*/")
+        if any(trial.glob("checkpoint_*"))
+    )
+
+
+def start(workdir: Path, *args: str) -> subprocess.Popen:
+    command, env = tuner_command(*args)
+    return subprocess.Popen(
+        command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def kill_group(driver: subprocess.Popen) -> None:
+    """SIGKILL the driver and every Ray process it started, as a machine crash would."""
+    try:
+        os.killpg(driver.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    driver.communicate(timeout=60)
+
+
+def finish(driver: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    try:
+        out, err = driver.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(driver)
+        raise AssertionError(f"the run did not end within {timeout} s") from None
+    return driver.returncode, out, err
+
+
+def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_path):
+    """SIGKILL one trial's worker process mid-run: Tune retries that trial from its last checkpoint.
+    Its neighbour's loss goes to inf: it is marked diverged, never ranked best, and nothing crashes."""
+    epochs = 200
+    path = write_space(tmp_path, "faulty", epochs=epochs, lr="tune.grid_search([0.01, 1e12])")
+    experiment = tmp_path / "results" / "faulty"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "faulty")
+    try:
+        # The diverged trial stops after epoch 1 and its process ends; then the healthy one's is the
+        # only trial process left (the result rows checked below say whose it was).
+        wait_until(
+            lambda: epochs_checkpointed(experiment) >= 6 and len(_processes(driver, "ray::ImplicitFunc")) == 1,
+            "5 epochs of the healthy trial",
+            driver=driver,
+        )
+        victim = _processes(driver, "ray::ImplicitFunc")[0].pid
+        os.kill(victim, signal.SIGKILL)
+        code, out, err = finish(driver)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 0, err[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv").set_index("lr")
+    assert trials.loc[0.01, "status"] == "finished" and trials.loc[0.01, "epochs"] == epochs
+    assert trials.loc[1e12, "status"] == "diverged" and trials.loc[1e12, "epochs"] == 1
+    assert trials.iloc[0]["status"] == "finished"  # ranked first: the diverged trial has no score
+    assert f"best trial: {trials.loc[0.01, 'trial_id']}" in out
+    history = pd.read_parquet(experiment / "history.parquet")
+    retried = history[history["trial_id"] == trials.loc[0.01, "trial_id"]]
+    assert sorted(retried["epoch"]) == list(range(1, epochs + 1))  # every epoch once: resumed, not restarted
+    restored = retried[retried["restored_from"].notna()]
+    assert len(restored) == 1 and restored.iloc[0]["restored_from"] == trials.loc[0.01, "trial_id"]
+    pids = {row["pid"] for row in next(r for r in rows(experiment).values() if not r[0]["diverged"])}
+    assert victim in pids and len(pids) == 2  # a new process took over
+
+
+def _processes(driver: subprocess.Popen, title: str) -> list[psutil.Process]:
+    """The driver's descendants whose command line (Ray's process title) contains `title`."""
+    try:
+        family = psutil.Process(driver.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for process in family:
+        try:
+            if title in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
+    path = write_space(tmp_path, "ddp", epochs=12, lr="0.01")
+    experiment = tmp_path / "results" / "ddp"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "ddp", "--workers", "2")
+    try:
+        # Rank 0's checkpoints reach Tune, in the trial's directory, as an in-process trial's do.
+        wait_until(
+            lambda: (
+                len(list(experiment.glob("ddp_*/checkpoint_*/checkpoint.pt"))) >= 2
+                and len(_processes(driver, "RayTrainWorker")) == 2
+            ),
+            "2 DDP epochs",
+            timeout=240,
+            driver=driver,
+        )
+        victim = random.Random(5).choice(_processes(driver, "RayTrainWorker"))
+        victim.kill()
+        code, _, err = finish(driver, timeout=400)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 0, err[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 1 and trials.loc[0, "status"] == "finished" and trials.loc[0, "epochs"] == 12
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert (history["world_size"] == 2).all()
+    assert history["restored_from"].notna().sum() == 1  # the retry resumed from a checkpoint
+    assert set(history["epoch"]) == set(range(1, 13))
+
+
+def _finished_trials(experiment: Path) -> dict[str, str]:
+    """result.json of the trials Tune's saved state calls TERMINATED. A trial with all its rows is not
+    finished yet if the driver died before saving that: the resume reruns its last epoch."""
+    finished = {}
+    for state in experiment.glob("experiment_state-*.json"):
+        for entry in json.loads(state.read_text())["trial_data"]:
+            trial = json.loads(entry[0])
+            if trial["status"] == "TERMINATED":
+                path = experiment / trial["relative_logdir"] / "result.json"
+                finished[path.parent.name] = path.read_text()
+    return finished
+
+
+def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
+    """Ctrl-C once (state saved, resume command printed), then SIGKILL the driver at seeded random
+    points across several resumes: the final table has exactly the expected trials, no epoch twice,
+    and every trial that had finished before a kill is untouched."""
+    epochs, grid = 200, [1e-3, 3e-3, 1e-2, 3e-2]  # enough work that no resume finishes before its kill
+    path = write_space(tmp_path, "resumable", epochs=epochs, lr=f"tune.grid_search({grid})")
+    experiment = tmp_path / "results" / "resumable"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1")
+    try:
+        wait_until(lambda: epochs_checkpointed(experiment) >= 3, "3 epochs", driver=driver)
+        driver.send_signal(signal.SIGINT)
+        code, out, _ = finish(driver, timeout=120)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 130 and f"continue with: python -m tuner resume {experiment}" in out
+
+    schedule = random.Random(2026)
+    kept: dict[str, str] = {}
+    for kill in range(3):
+        kept.update(_finished_trials(experiment))
+        recorded = epochs_checkpointed(experiment)
+        driver = start(tmp_path, "resume", str(experiment))
+        try:
+            # Kill once the resume has made progress, then after a seeded extra delay.
+            wait_until(
+                lambda before=recorded: epochs_checkpointed(experiment) > before,
+                f"progress after kill {kill}",
+                driver=driver,
+            )
+            time.sleep(schedule.uniform(0.0, 4.0))
+        finally:
+            kill_group(driver)
+        for trial_dir, results in kept.items():  # a finished trial is never touched again
+            assert (experiment / trial_dir / "result.json").read_text() == results
+
+    result = run_tuner("resume", str(experiment), cwd=tmp_path, timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = pd.read_csv(experiment / "trials.csv")
+    history = pd.read_parquet(experiment / "history.parquet")
+    assert sorted(trials["lr"]) == grid and trials["trial_id"].is_unique
+    assert (trials["status"] == "finished").all() and (trials["epochs"] == epochs).all()
+    assert not history.duplicated(["trial_id", "epoch"]).any() and len(history) == len(grid) * epochs
+    for trial_dir, results in kept.items():
+        assert (experiment / trial_dir / "result.json").read_text() == results
+    # --max-concurrent 1 held across every resume: each trial's epochs form at most a few unbroken
+    # runs (one more per interruption), where two trials at once would interleave epoch by epoch.
+    in_order = history.sort_values("reported_at")["trial_id"]
+    assert int((in_order != in_order.shift()).sum()) <= len(grid) + 4
+
+
+def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
+    path = write_space(tmp_path, "impatient", epochs=300, lr="tune.grid_search([0.001, 0.01])")
+    experiment = tmp_path / "results" / "impatient"
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "impatient")
+    try:
+        wait_until(lambda: epochs_checkpointed(experiment) >= 2, "2 epochs", driver=driver)
+        driver.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        driver.send_signal(signal.SIGINT)
+        code, out, err = finish(driver, timeout=60)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 130, out[-1000:] + err[-3000:]
+    assert f"python -m tuner resume {experiment}" in out + err
+    assert "Traceback" not in err
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert set(pd.read_csv(experiment / "trials.csv")["status"]) <= {"incomplete", "not started"}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs: real ENOSPC and EROFS from the kernel. Needs mount(2), i.e. root."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fill(disk: Path, name: str) -> None:
+    with open(disk / name, "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 65536)
+        except OSError:
+            pass
+
+
+def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_path, small_disk):
+    path = write_space(tmp_path, "filling", epochs=300, lr="tune.grid_search([0.001, 0.01])")
+    experiment = small_disk / "filling"
+    driver = start(tmp_path, "run", path, "--storage-path", str(small_disk), "--name", "filling", "--max-failures", "1")
+    try:
+        wait_until(lambda: epochs_checkpointed(experiment) >= 6, "6 epochs", driver=driver)
+        fill(small_disk, "filler")  # another process takes the rest of the disk
+        before = rows(experiment)
+        code, _, err = finish(driver, timeout=300)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+    assert code == 2, err[-3000:]
+    assert err.strip().splitlines()[-1] == (
+        f"tuner: error: cannot write to {experiment}: no space left on the device; what was written is kept: "
+        f"free space or make it writable, then: python -m tuner resume {experiment}"
+    )
+    after = rows(experiment)
+    for trial_dir, recorded in before.items():  # nothing recorded before the disk filled was lost
+        assert after[trial_dir][: len(recorded)] == recorded
+
+    fill(small_disk, "filler-again")  # retiring old checkpoints at the end freed some space
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "could not rewrite the report files" in report.stderr
+    table = [line for line in report.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 2
+
+    for filler in small_disk.glob("filler*"):
+        filler.unlink()
+    # Freeing space and resuming, as the error says, either goes on or, when Ray's state files were
+    # being rewritten as the disk filled, says so; never a fresh experiment trained into the same place.
+    configs = {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")}
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
+    if resumed.returncode == 0:
+        assert {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")} == configs
+        assert all(recorded[-1]["epoch"] == 300 for recorded in rows(experiment).values())
+    else:
+        assert resumed.returncode == 2, resumed.stderr[-3000:]
+        assert "is cut short (it was being written when the disk filled)" in resumed.stderr.splitlines()[-1]
+
+
+def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(tmp_path):
+    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
+    assert run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path).returncode == 0
+    experiment = tmp_path / "results" / "torn"
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)  # whole: finished trials stay finished
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+    searcher_state = max(experiment.glob("basic-variant-state-*.json"))
+    searcher_state.write_bytes(searcher_state.read_bytes()[:-100])  # as a write stopped by a full disk leaves it
+    before = {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()}
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
+    assert resumed.returncode == 2
+    assert resumed.stderr.strip().splitlines() == [
+        f"tuner: error: cannot resume {experiment}: Ray's saved state {searcher_state.name} is cut short (it was "
+        "being written when the disk filled); the results so far are kept: python -m tuner report "
+        f"{experiment}; to search on, start again with `tuner run --name <a new name>`"
+    ]
+    assert {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()} == before
+
+
+def test_read_only_storage_fails_before_any_trial(tmp_path, small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    path = write_space(tmp_path, "readonly", epochs=2, lr="0.01")
+    result = run_tuner("run", path, "--storage-path", str(small_disk / "results"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"tuner: error: cannot write to --storage-path {small_disk / 'results'}: read-only file system; "
+        "pick another --storage-path"
+    ]
+
+
+def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
+    path = write_space(tmp_path, "reported", epochs=2, lr="tune.grid_search([0.001, 0.01, 0.1])")
+    result = run_tuner("run", path, "--storage-path", "results", "--name", "reported", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = tmp_path / "results" / "reported"
+    expected = pd.read_parquet(experiment / "trials.parquet")
+    delays = random.Random(7)
+    for _ in range(6):
+        report = start(tmp_path, "report", str(experiment), "--html")
+        time.sleep(delays.uniform(2.0, 6.0))  # imports take ~3 s; the writes come after
+        kill_group(report)
+        for name in ("trials.parquet", "history.parquet"):
+            pd.read_parquet(experiment / name)  # a torn file would not parse
+        pd.testing.assert_frame_equal(pd.read_parquet(experiment / "trials.parquet"), expected)
+        assert pd.read_csv(experiment / "trials.csv")["trial_id"].tolist() == expected["trial_id"].tolist()
+
+
+def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(tmp_path):
+    """A full disk can cut Ray's in-place rewrite of its state file short; the rows are still there."""
+    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
+    result = run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    experiment = tmp_path / "results" / "torn"
+    for state in experiment.glob("experiment_state-*.json"):
+        state.write_bytes(state.read_bytes()[:4096])
+    torn = next(experiment.glob("torn_*/result.json"))
+    torn.write_text(torn.read_text() + '{"epoch": 3, "val_a')  # a row whose write was cut short
+
+    report = run_tuner("report", str(experiment), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "Ray's experiment state in" in report.stderr and "cannot be read" in report.stderr
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert sorted(trials["lr"]) == [0.001, 0.01]
+    assert (trials["status"] == "incomplete").all() and (trials["epochs"] == 2).all()
+    assert trials["best_val_acc"].notna().all()
+    assert len(pd.read_parquet(experiment / "history.parquet")) == 4

@@ -1,0 +1,378 @@
+"""Against a real Ray head started with `ray start --head` on loopback, with token authentication on:
+`tuner run --address`, `tuner submit` (Ray Jobs) and the local dashboard of `tuner run --dashboard`."""
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO, free_port, run_tuner, tuner_command
+
+pytestmark = pytest.mark.slow
+
+TINY = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = 2
+param_space = {"lr": tune.grid_search([0.001, 0.01]), "hidden": 16}
+"""
+
+
+def _status(url: str, token: str | None = None) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def _wait_for(url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if _status(url) == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cluster")
+    (path / "tiny.py").write_text(textwrap.dedent(TINY))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """A head node of its own: own ports, own temp dir (Ray's socket paths must stay short), own token."""
+    token = secrets.token_hex(16)
+    gcs_port, dashboard_port, client_port, agent_port = free_port(), free_port(), free_port(), free_port()
+    temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        # The job's entrypoint runs `python`: this interpreter, with tuner installed.
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    head = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "ray"),
+            "start",
+            "--head",
+            "--block",
+            "--port",
+            str(gcs_port),
+            "--dashboard-host",
+            "127.0.0.1",
+            "--dashboard-port",
+            str(dashboard_port),
+            "--ray-client-server-port",
+            str(client_port),
+            "--num-cpus",
+            "2",
+            "--disable-usage-stats",
+            # The job agent's HTTP port is fixed (52365) by default: another Ray instance on this machine
+            # (the suite's own local_ray) would hold it and the Jobs API would find no agent.
+            "--dashboard-agent-listen-port",
+            str(agent_port),
+            "--temp-dir",
+            temp_dir,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{dashboard_port}/")
+        yield {
+            "gcs": f"127.0.0.1:{gcs_port}",
+            "dashboard": f"http://127.0.0.1:{dashboard_port}",
+            "client": f"ray://127.0.0.1:{client_port}",
+            "token": token,
+            "env": env,
+            "temp_dir": temp_dir,
+        }
+    finally:
+        # `ray stop` would stop every Ray instance on the machine; only this head's processes go.
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _token_env(head) -> dict[str, str]:
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": head["token"], "RAY_ADDRESS": ""}
+
+
+def test_run_on_an_existing_cluster(ray_head, workdir):
+    result = run_tuner(
+        "run",
+        "tiny.py",
+        "--address",
+        ray_head["gcs"],
+        "--storage-path",
+        str(workdir / "results"),
+        "--name",
+        "on_cluster",
+        cwd=workdir,
+        env=_token_env(ray_head),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # The cluster's own dashboard is announced: the run joined it rather than starting an instance.
+    assert f"Ray dashboard: {ray_head['dashboard']}" in result.stdout
+    trials = pd.read_csv(workdir / "results" / "on_cluster" / "trials.csv")
+    assert len(trials) == 2 and (trials["status"] == "finished").all()
+    request = urllib.request.Request(
+        f"{ray_head['dashboard']}/api/jobs/", headers={"Authorization": f"Bearer {ray_head['token']}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        jobs = json.load(response)
+    assert any(job["type"] == "DRIVER" and "tuner run tiny.py" in (job["entrypoint"] or "") for job in jobs)
+
+
+def _client_server_logs(head) -> str:
+    """The head's Ray Client server logs: why a client's own server process failed to start."""
+    logs = sorted(Path(head["temp_dir"]).glob("session_*/logs/ray_client_server*.err"))
+    return "".join(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-3000:] for log in logs)
+
+
+def test_run_through_ray_client(ray_head, workdir):
+    result = run_tuner(
+        "run",
+        "tiny.py",
+        "--address",
+        ray_head["client"],
+        "--storage-path",
+        str(workdir / "results"),
+        "--name",
+        "via_client",
+        "--epochs",
+        "1",
+        cwd=workdir,
+        env=_token_env(ray_head),
+    )
+    assert result.returncode == 0, result.stderr[-3000:] + _client_server_logs(ray_head)
+    trials = pd.read_csv(workdir / "results" / "via_client" / "trials.csv")
+    assert len(trials) == 2 and (trials["status"] == "finished").all() and (trials["epochs"] == 1).all()
+
+
+def test_run_without_the_token_is_refused(ray_head, workdir):
+    result = run_tuner(
+        "run",
+        "tiny.py",
+        "--address",
+        ray_head["gcs"],
+        "--storage-path",
+        str(workdir / "results"),
+        "--name",
+        "no_token",
+        cwd=workdir,
+        env={"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "wrong" * 6, "RAY_ADDRESS": ""},
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # after Ray's own retry warnings
+    assert last.startswith("tuner: error: cannot connect to a Ray cluster") and "RAY_AUTH_TOKEN" in last
+    assert not (workdir / "results" / "no_token").exists()
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    """A user's shell: no Ray variables at all, and a home directory of its own."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    return {**env, "HOME": str(home), "PYTHONPATH": str(REPO)}
+
+
+def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_head, workdir, tmp_path):
+    """As the issue tried it: the token in ~/.ray/auth_token (where `ray get-auth-token --generate` puts
+    it for `ray start`), RAY_AUTH_MODE not set, then `tuner run --address` and `tuner submit`."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(ray_head["token"])
+    command = [
+        sys.executable,
+        "-m",
+        "tuner",
+        "run",
+        "tiny.py",
+        "--address",
+        ray_head["gcs"],
+        "--epochs",
+        "1",
+        "--storage-path",
+        str(workdir / "results"),
+        "--name",
+        "home_token",
+        "-q",
+    ]
+    result = subprocess.run(command, cwd=workdir, env=_clean_env(home), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (pd.read_csv(workdir / "results" / "home_token" / "trials.csv")["status"] == "finished").all()
+    submitted = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuner",
+            "submit",
+            "tiny.py",
+            "--address",
+            ray_head["dashboard"],
+            "--epochs",
+            "1",
+            "--storage-path",
+            str(workdir / "submitted_home"),
+            "--name",
+            "home_token",
+        ],
+        cwd=workdir,
+        env=_clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+
+    (home / ".ray" / "auth_token").unlink()
+    refused = subprocess.run(
+        [*command[:-2], "no_token", "-q"],
+        cwd=workdir,
+        env=_clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tuner: error: cannot connect to a Ray cluster at {ray_head['gcs']}") and (
+        "set RAY_AUTH_TOKEN, or put it in ~/.ray/auth_token" in last
+    ), last
+
+
+def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
+    storage = workdir / "submitted_results"
+    result = run_tuner(
+        "submit",
+        "tiny.py",
+        "--address",
+        ray_head["dashboard"],
+        "--storage-path",
+        str(storage),
+        "--name",
+        "submitted",
+        "--epochs",
+        "1",
+        "--set",
+        "hidden=32",
+        "--follow",
+        cwd=workdir,
+        env=_token_env(ray_head),
+        timeout=400,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "job:        tuner-submitted" in result.stdout
+    assert f"dashboard:  {ray_head['dashboard']}/#/jobs/tuner-submitted" in result.stdout
+    assert "best trial:" in result.stdout  # the job's own summary, streamed back
+    assert "job tuner-submitted: SUCCEEDED" in result.stdout
+    trials = pd.read_csv(storage / "submitted" / "trials.csv")
+    # The options the user gave reached `tuner run` on the cluster.
+    assert len(trials) == 2 and (trials["epochs"] == 1).all() and (trials["hidden"] == 32).all()
+
+    again = run_tuner(
+        "submit",
+        "tiny.py",
+        "--address",
+        ray_head["dashboard"],
+        "--storage-path",
+        str(storage),
+        "--name",
+        "submitted",
+        cwd=workdir,
+        env=_token_env(ray_head),
+    )
+    assert again.returncode == 2 and "a job named tuner-submitted already exists" in again.stderr
+
+
+def _lan_address() -> str | None:
+    """This machine's address on a non-loopback interface, if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent; this only picks the outgoing interface
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
+    port, token = free_port(), secrets.token_hex(16)
+    # RAY_AUTH_MODE unset: token authentication must be on by Ray's default for a local instance.
+    command, env = tuner_command(
+        "run",
+        "tiny.py",
+        "--dashboard",
+        "--dashboard-port",
+        str(port),
+        "--storage-path",
+        str(workdir / "results"),
+        "--name",
+        "dashboard",
+        env={"RAY_AUTH_TOKEN": token, "RAY_ADDRESS": ""},
+    )
+    env.pop("RAY_AUTH_MODE", None)
+    driver = subprocess.Popen(
+        command,
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        announced = False
+        for line in driver.stdout:
+            if line.startswith("Ray dashboard:"):
+                assert line.split()[2] == url and "token authentication is on" in line
+                announced = True
+                break
+        assert announced, "the run ended without printing the dashboard URL"
+        _wait_for(f"{url}/")
+        assert _status(f"{url}/api/jobs/") == 401  # the API wants the token
+        assert _status(f"{url}/api/jobs/", token) == 200
+        lan = _lan_address()
+        if lan is not None:
+            with pytest.raises(OSError):
+                socket.create_connection((lan, port), timeout=3).close()
+        output = driver.stdout.read()
+        assert driver.wait(timeout=300) == 0, output[-3000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+    assert pd.read_csv(workdir / "results" / "dashboard" / "trials.csv")["status"].eq("finished").all()

@@ -1,0 +1,74 @@
+"""`tuner list` over real experiments, finished, failed, running and interrupted, and `tuner report`
+without a directory taking the newest."""
+
+import re
+import signal
+import textwrap
+
+import pytest
+
+from tests.conftest import TINY_GRID, run_tuner
+from tests.e2e.test_faults import epochs_checkpointed, finish, kill_group, start, wait_until
+
+pytestmark = pytest.mark.slow
+
+BROKEN = """
+from ray import tune
+from torch import nn
+
+def model(config, data):
+    raise ValueError("this model cannot be built")
+
+dataset = "digits"
+metric, mode = "val_acc", "max"
+epochs = 1
+param_space = {"lr": tune.grid_search([0.01, 0.1])}
+"""
+
+
+def _rows(tmp_path) -> dict[str, list[str]]:
+    result = run_tuner("list", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert [cell.strip() for cell in lines[0].split("|")[1:-1]] == [
+        "experiment",
+        "space",
+        "status",
+        "trials",
+        "best",
+        "started",
+        "ran",
+    ]
+    return {cells[0]: cells[1:] for cells in ([cell.strip() for cell in line.split("|")[1:-1]] for line in lines[2:])}
+
+
+def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(tmp_path):
+    (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
+    (tmp_path / "broken.py").write_text(textwrap.dedent(BROKEN))
+    (tmp_path / "long.py").write_text(textwrap.dedent(TINY_GRID).replace("epochs = 2", "epochs = 3000"))
+    assert run_tuner("run", "tiny.py", "--name", "done", "-q", cwd=tmp_path).returncode == 0
+    failed = run_tuner("run", "broken.py", "--name", "broken", "--no-smoke", "--max-failures", "0", "-q", cwd=tmp_path)
+    assert failed.returncode == 1, failed.stderr[-3000:]
+
+    driver = start(tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q")
+    try:
+        wait_until(lambda: epochs_checkpointed(tmp_path / "tuner_results" / "stopped") >= 4, "4 epochs", driver=driver)
+        rows = _rows(tmp_path)
+        assert rows["stopped"][1] == "running", rows
+        driver.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the state and the run ends, resumable
+        code, _, err = finish(driver)
+        assert code == 130, err[-3000:]
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+
+    rows = _rows(tmp_path)
+    assert list(rows) == ["stopped", "broken", "done"]  # newest first
+    assert rows["done"][:3] == ["tiny", "finished", "4 finished"] and rows["done"][3].startswith("val_acc=")
+    assert rows["broken"][1:3] == ["failed", "2 error"] and rows["broken"][3] == ""
+    assert rows["stopped"][1] == "interrupted" and "incomplete" in rows["stopped"][2]
+
+    newest = run_tuner("report", cwd=tmp_path)
+    assert newest.returncode == 0, newest.stderr[-3000:]
+    assert f"tuner: the newest experiment: {tmp_path / 'tuner_results' / 'stopped'}" in newest.stderr
+    assert re.match(r"# long: \d trials \(\d still running or interrupted\)", newest.stdout), newest.stdout[:300]

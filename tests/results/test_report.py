@@ -1,0 +1,62 @@
+"""The per-epoch history tuner reports: what a restore makes of Ray's result rows."""
+
+import pandas as pd
+
+from tuner.results.report import _history
+
+
+def _rows(*rows: tuple) -> pd.DataFrame:
+    columns = ["epoch", "val_acc", "restored_from", "restored_epoch"]
+    return pd.DataFrame([dict(zip(columns, row)) for row in rows])
+
+
+def test_an_epoch_rerun_after_a_restore_replaces_the_lost_run():
+    # Epoch 5 was recorded, then the driver died before its checkpoint was registered: the trial
+    # resumed from epoch 4 and ran epoch 5 again.
+    frame = _rows((4, 0.6, None, None), (5, 0.64, None, None), (5, 0.65, "t1", 4), (6, 0.7, None, None))
+    history = _history(frame, "t1", [])
+    assert history["epoch"].tolist() == [4, 5, 6]
+    assert history["val_acc"].tolist() == [0.6, 0.65, 0.7]
+
+
+def test_a_restore_from_another_trial_keeps_both_branches():
+    # PBT: t1 took over t2's epoch-2 checkpoint; its own earlier epochs stay in its history.
+    frame = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t2", 2))
+    assert _history(frame, "t1", [])["epoch"].tolist() == [1, 2, 3]
+
+
+def test_a_restore_after_a_pause_drops_nothing():
+    frame = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t1", 2))
+    assert _history(frame, "t1", [])["epoch"].tolist() == [1, 2, 3]
+
+
+def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
+    from tuner.results.report import flat_config, metric_names
+
+    frame = pd.DataFrame(
+        [
+            {
+                "epoch": 1,
+                "val_rmse": 3.0,
+                "val_mae": 2.0,
+                "train_loss": 1.0,
+                "world_size": 1,
+                "time_this_iter_s": 0.1,
+                "config_keys_read": "lr",
+                "checkpoint_dir_name": "c",
+                "config/net/width": 8,
+                "config/layers": [64, 64],
+                "config/lr": 0.1,
+            }
+        ]
+    )
+    assert metric_names([frame]) == ["val_rmse", "val_mae", "train_loss"]
+    assert flat_config({"lr": 0.1, "net": {"width": 8, "act": "relu"}, "layers": [64, 64]}) == {
+        "lr": 0.1,
+        "net/width": 8,
+        "net/act": "relu",
+        "layers": [64, 64],
+    }
+    history = _history(frame, "t1", ["layers", "lr", "net/width"])
+    assert history.loc[0, "net/width"] == 8 and history.loc[0, "layers"] == "[64, 64]"  # a list as JSON text
+    assert list(history.columns[:5]) == ["trial_id", "epoch", "val_rmse", "val_mae", "train_loss"]

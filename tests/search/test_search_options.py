@@ -1,0 +1,249 @@
+"""Search algorithm, scheduler and budget options: validation and seeding, without running trials."""
+
+import pytest
+from ray import tune
+from ray.tune.search.sample import Categorical
+
+from tuner.errors import TunerError
+from tuner.search import schedulers, searchers
+from tuner.spec.budgets import parse_duration, parse_stop
+
+SPACE = {
+    "lr": tune.loguniform(1e-4, 1e-1),
+    "hidden": tune.choice([16, 32, 64]),
+    "dropout": tune.uniform(0.0, 0.3),
+    "batch_size": 32,
+}
+
+
+def test_grid_axes_become_choices_for_random_search():
+    space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": 8}
+    _, converted = searchers.search_algorithm("random", space, num_samples=4, seed=0)
+    assert isinstance(converted["lr"], Categorical) and converted["lr"].categories == [0.1, 0.01]
+    assert converted["hidden"] == 8
+    assert searchers.search_algorithm("grid", space, num_samples=4, seed=0)[1] == space
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_model_based_searchers_sample_grid_axes_as_choices(search):
+    space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": tune.grid_search([8, 16]), "batch_size": 32}
+    algorithm, converted = searchers.search_algorithm(search, space, num_samples=6, seed=0)
+    assert converted["lr"].categories == [0.1, 0.01] and converted["hidden"].categories == [8, 16]
+    algorithm.set_search_properties("val_acc", "max", converted)
+    configs = [algorithm.suggest(f"trial_{i}") for i in range(6)]
+    assert all(c["lr"] in (0.1, 0.01) and c["hidden"] in (8, 16) for c in configs)
+    assert searchers.grid_notice(search, space, 6) == (
+        f"{search} samples the grid axes (hidden, lr) as choices of the same values; num_samples = 6 now counts "
+        "configs in all (--num-samples N for more)"
+    )
+    assert searchers.grid_notice("grid", space, 6) is None
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_model_based_searchers_refuse_a_grid_axis_they_cannot_sample(search):
+    with pytest.raises(
+        TunerError,
+        match=f"{search} cannot sample grid axis layers, whose values are not numbers "
+        "or strings; use --search grid or random",
+    ):
+        searchers.check(search, {"layers": tune.grid_search([[8], [8, 8]])})
+
+
+def test_unknown_names():
+    with pytest.raises(TunerError, match="unknown search 'sobol'"):
+        searchers.check("sobol", SPACE)
+    with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
+        schedulers.check("pb2", "grid", SPACE)
+
+
+def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
+    algorithm, space = searchers.search_algorithm(search, SPACE, num_samples=n, seed=seed)
+    algorithm.set_search_properties("val_acc", "max", space)
+    return [algorithm.suggest(f"trial_{i}") for i in range(n)]
+
+
+@pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
+def test_same_seed_same_configs(search):
+    first, again, other = _suggestions(search, 1), _suggestions(search, 1), _suggestions(search, 2)
+    assert first == again
+    assert first != other
+    assert all(1e-4 <= config["lr"] <= 1e-1 for config in first)
+
+
+def _variants(search: str, seed: int) -> list[dict]:
+    space = {**SPACE, "batch_size": tune.grid_search([16, 32])}
+    generator, param_space = searchers.search_algorithm(search, space, num_samples=3, seed=seed)
+    generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": 3}})
+    configs = []
+    while (trial := generator.next_trial()) is not None:
+        configs.append(trial.config)
+    return configs
+
+
+@pytest.mark.parametrize("search,count", [("grid", 6), ("random", 3)])
+def test_grid_and_random_variants_are_reproducible_by_seed(search, count):
+    first, again, other = _variants(search, 5), _variants(search, 5), _variants(search, 6)
+    assert len(first) == count
+    assert first == again and first != other
+
+
+def test_pbt_mutates_only_what_a_checkpoint_survives():
+    space = {**SPACE, "optimizer": tune.choice(["adam", "sgd"]), "weight_decay": tune.grid_search([0.0, 1e-4])}
+    assert set(schedulers.pbt_mutations(space)) == {"lr", "dropout", "weight_decay"}
+    assert schedulers.pbt_mutations(space)["weight_decay"] == [0.0, 1e-4]
+
+
+def test_pbt_mutates_what_the_space_marks_mutable():
+    space = {**SPACE, "ema_decay": tune.uniform(0.9, 0.999)}
+    assert set(schedulers.pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
+    assert "ema_decay" not in schedulers.pbt_mutations(space)  # the default list knows only tuner's names
+    with pytest.raises(TunerError, match="pbt has nothing to mutate: give one of ema_decay a search domain"):
+        schedulers.check("pbt", "grid", {"ema_decay": 0.99}, mutable=["ema_decay"])
+
+
+def test_pbt_without_anything_to_mutate():
+    with pytest.raises(TunerError, match="pbt has nothing to mutate"):
+        schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1})
+
+
+def test_bohb_brings_its_own_scheduler():
+    with pytest.raises(TunerError, match="bohb runs with its own HyperBand scheduler"):
+        schedulers.check("asha", "bohb", SPACE)
+    assert type(schedulers.trial_scheduler("fifo", "bohb", SPACE, epochs=9)).__name__ == "HyperBandForBOHB"
+
+
+def test_scheduler_budgets_follow_the_epochs():
+    asha = schedulers.trial_scheduler("asha", "random", SPACE, epochs=27)
+    assert (asha._max_t, asha._reduction_factor) == (27, 3)
+    assert schedulers.trial_scheduler("fifo", "grid", SPACE, epochs=5) is None
+    pbt = schedulers.trial_scheduler("pbt", "grid", SPACE, epochs=12)
+    assert pbt._perturbation_interval == 3
+
+
+@pytest.mark.parametrize("text,seconds", [("90", 90), ("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["abc", "", "-5m", "0", "30 minutes"])
+def test_bad_durations(text):
+    with pytest.raises(TunerError, match="time budget"):
+        parse_duration(text)
+
+
+def test_stop_conditions():
+    stop = parse_stop("val_acc>=0.98")
+    assert not stop("t1", {"val_acc": 0.5}) and not stop.stop_all()
+    assert stop("t1", {"val_acc": 0.99}) and stop.stop_all()
+    assert parse_stop(" val_loss < 0.1 ")("t", {"val_loss": 0.05})
+    assert parse_stop("val_f1>=0.9").metric == "val_f1"  # any name; whether it is reported, the smoke step says
+    for bad, message in (("val_acc=0.9", "not METRIC OP NUMBER"), ("val_acc>=high", "not METRIC OP NUMBER")):
+        with pytest.raises(TunerError, match=message):
+            parse_stop(bad)
+
+
+@pytest.mark.parametrize("search", ["grid", "random", "optuna", "hyperopt", "bohb"])
+def test_every_searcher_carries_the_concurrency_limit(search):
+    space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
+    algorithm, _ = searchers.search_algorithm(search, space, num_samples=4, seed=0, max_concurrent=2)
+    assert algorithm.max_concurrent == 2
+
+
+def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:
+    """The configs Ray's generator hands out for `search`, as Tune would ask for them."""
+    generator, param_space = searchers.search_algorithm(search, space, num_samples=num_samples, seed=seed)
+    count = searchers.trials(search, space, num_samples)
+    generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": count}})
+    configs = []
+    while (trial := generator.next_trial()) is not None:
+        configs.append(trial.config)
+    return configs
+
+
+FINITE = {
+    "lr": tune.grid_search([1e-3, 1e-2, 1e-1]),
+    "hidden": tune.choice([16, 32, 64, 128]),
+    "optimizer": tune.choice(["adam", "sgd"]),
+    "batch_size": 64,
+}  # 3 x 4 x 2 = 24 configs
+
+
+def _key(config: dict) -> tuple:
+    return config["lr"], config["hidden"], config["optimizer"]
+
+
+def test_random_search_over_a_finite_space_runs_every_config_once():
+    configs = _all_variants("random", FINITE, num_samples=24)
+    assert len(configs) == 24
+    expected = {
+        (lr, hidden, optimizer)
+        for lr in (1e-3, 1e-2, 1e-1)
+        for hidden in (16, 32, 64, 128)
+        for optimizer in ("adam", "sgd")
+    }
+    assert {_key(config) for config in configs} == expected  # 24 distinct: each config exactly once
+    assert all(config["batch_size"] == 64 for config in configs)
+    # A different seed: the same set in another order.
+    again = _all_variants("random", FINITE, num_samples=24, seed=1)
+    assert {_key(config) for config in again} == expected and [_key(c) for c in again] != [_key(c) for c in configs]
+
+
+def test_random_search_draws_distinct_configs_and_caps_at_the_space():
+    configs = _all_variants("random", FINITE, num_samples=10)
+    assert len({_key(config) for config in configs}) == 10
+    assert _all_variants("random", FINITE, num_samples=10) == configs  # seeded
+    assert len(_all_variants("random", FINITE, num_samples=100)) == 24
+    assert searchers.random_notice("random", FINITE, 100) == (
+        "random: the space has 24 distinct configs, so 24 trials run (each config once), not num_samples = 100"
+    )
+    assert searchers.random_notice("random", FINITE, 24) is None
+
+
+def test_random_search_samples_ranges_with_replacement_as_before():
+    assert searchers.discrete_axes(SPACE) is None  # lr and dropout are ranges
+    assert searchers.trials("random", SPACE, 50) == 50
+    assert len(_all_variants("random", SPACE, num_samples=5)) == 5
+
+
+def test_a_huge_finite_space_is_sampled_without_enumerating_it():
+    huge = {f"k{i}": tune.choice(list(range(10))) for i in range(12)}  # 10^12 configs
+    configs = _all_variants("random", huge, num_samples=5)
+    assert len({tuple(sorted(config.items())) for config in configs}) == 5
+
+
+def test_auto_runs_a_small_finite_space_whole_under_asha_when_the_epochs_leave_it_rungs():
+    nine = {"lr": tune.grid_search([1e-3, 1e-2, 1e-1]), "hidden": tune.grid_search([32, 64, 128])}
+    choice = searchers.choose(nine, num_samples=1, scheduler="fifo", epochs=9)
+    assert (choice.search, choice.scheduler, choice.num_samples) == ("random", "asha", 9)
+    assert choice.reason == (
+        "search auto: every one of the space's 9 configs once, in random order, asha stopping the weak ones "
+        "early (a finite space of <= 16 configs)"
+    )
+    # Two epochs leave ASHA no second rung: every config runs to the end.
+    short = searchers.choose(nine, num_samples=1, scheduler="fifo", epochs=2)
+    assert (short.search, short.scheduler) == ("random", "fifo")
+    assert short.reason == (
+        "search auto: every one of the space's 9 configs once, in random order (a finite space of <= 16 configs)"
+    )
+    assert searchers.choose(nine, num_samples=1, scheduler="median", epochs=9).scheduler == "median"  # the space's
+    # num_samples above the threshold is a budget for the whole space too.
+    assert searchers.choose(FINITE, num_samples=24, scheduler="fifo", epochs=9).search == "random"
+
+
+def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
+    large = searchers.choose(FINITE, num_samples=1, scheduler="fifo", epochs=9)
+    assert (large.search, large.scheduler, large.num_samples) == ("optuna", "asha", 16)
+    # FINITE has tune.choice axes, which grid would sample rather than cross: no hint to use grid.
+    assert large.reason == "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16)"
+    all_grid = {key: tune.grid_search(values) for key, values in searchers.discrete_axes(FINITE).items()}
+    assert searchers.choose(all_grid, num_samples=1, scheduler="fifo", epochs=9).reason == (
+        "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16; --search grid "
+        "runs every one)"
+    )
+    ranges = searchers.choose(SPACE, num_samples=40, scheduler="fifo", epochs=9)
+    assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", 40)
+    assert "the space samples from a range" in ranges.reason
+    assert (
+        searchers.choose(SPACE, num_samples=40, scheduler="median", epochs=9).scheduler == "median"
+    )  # the space's own
+    assert searchers.choose(SPACE, num_samples=8, scheduler="pbt", epochs=9).search == "random"

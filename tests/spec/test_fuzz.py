@@ -1,0 +1,257 @@
+"""Fuzzing the two parsers of user input, the space-module validator and `--set`: whatever they are
+given, they either accept it or raise TunerError (the CLI's one clear line), never anything else."""
+
+import contextlib
+import io
+import math
+import re
+from types import SimpleNamespace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ray import tune
+
+from tuner import cli
+from tuner.errors import TunerError
+from tuner.execution import experiment
+from tuner.search import searchers
+from tuner.spec import space as spaces
+from tuner.spec.hyperparameters import KNOWN, problem
+from tuner.spec.overrides import parse_set
+
+ANYTHING = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=12),
+    st.complex_numbers(),
+    st.lists(st.integers(), max_size=3),
+    st.binary(max_size=4),
+)
+
+
+def _value(valid: list) -> st.SearchStrategy:
+    return st.one_of(st.sampled_from(valid), ANYTHING)
+
+
+PARAM_VALUES = st.one_of(
+    ANYTHING,
+    st.lists(ANYTHING, max_size=3).map(tune.grid_search),
+    st.lists(ANYTHING, min_size=1, max_size=3).map(tune.choice),
+    st.tuples(st.floats(-10, 10), st.floats(-10, 10)).map(lambda b: tune.uniform(*b)),
+    st.tuples(st.integers(-5, 5), st.integers(-5, 5)).filter(lambda b: b[0] < b[1]).map(lambda b: tune.randint(*b)),
+    st.dictionaries(st.text(max_size=5), ANYTHING, max_size=2),
+)
+PARAM_SPACES = st.one_of(
+    st.dictionaries(st.one_of(st.sampled_from(sorted(KNOWN)), st.text(max_size=8)), PARAM_VALUES, max_size=4),
+    ANYTHING,
+)
+MODULES = st.fixed_dictionaries(
+    {
+        "model": _value(["mlp", "cnn", "resnet18"]),
+        "dataset": _value(["digits", "mnist"]),
+        "metric": _value(["val_acc", "val_loss"]),
+        "mode": _value(["max", "min"]),
+        "param_space": PARAM_SPACES,
+    },
+    optional={
+        "epochs": _value([1, 5]),
+        "num_samples": _value([1, 3]),
+        "workers": _value([1, 2]),
+        "cpus_per_worker": _value([0.5, 1]),
+        "gpus_per_worker": _value([0, 1]),
+        "max_concurrent": _value([None, 2]),
+        "search": _value(["grid", "random", "optuna", "hyperopt", "bohb"]),
+        "scheduler": _value(["fifo", "asha", "hyperband", "median", "pbt"]),
+        "time_budget": _value([None, "30s", "1h30m"]),
+        "stop": _value([None, "val_acc>=0.9"]),
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MODULES)
+def test_space_validator_accepts_or_explains(fields):
+    try:
+        space = spaces.from_module(SimpleNamespace(**fields), name="fuzzed", source="fuzzed.py")
+    except TunerError as err:
+        assert str(err).strip() and "\n" not in str(err)
+        return
+    # Whatever was accepted is something a run can use.
+    assert isinstance(space.epochs, int) and space.epochs >= 1 and isinstance(space.param_space, dict)
+    assert all(isinstance(key, str) and key for key in space.param_space)
+    # The shipped model and tuner's loop read these names: every fixed value they may get passed its rule.
+    for key, value in space.param_space.items():
+        if key in KNOWN and not isinstance(value, (dict, tune.search.sample.Domain)):
+            assert problem(key, value) is None
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.tuples(st.sampled_from(sorted(KNOWN)), st.text(max_size=20)).map("=".join),
+        st.tuples(st.sampled_from(sorted(KNOWN)), ANYTHING.map(repr)).map("=".join),
+    )
+)
+def test_set_parser_accepts_or_explains(item):
+    try:
+        key, value = parse_set(item)
+    except TunerError as err:
+        assert str(err).startswith("--set") and "\n" not in str(err)
+        return
+    assert key == item.partition("=")[0].strip() and key
+    assert not isinstance(value, (list, tuple, dict, set))  # one value, never a search axis
+
+
+# An independent oracle for the space's scalar fields: what each accepts, written from README's table
+# rather than from the validator, so that a value the validator wrongly accepts or refuses (True as a
+# count, an infinite CPU share) fails here.
+def _whole_at_least(minimum: int):
+    return lambda v: type(v) is int and v >= minimum
+
+
+def _finite(v) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+SCALAR_ORACLE = {
+    "epochs": _whole_at_least(1),
+    "num_samples": _whole_at_least(1),
+    "max_concurrent": lambda v: v is None or _whole_at_least(1)(v),
+    "cpus_per_worker": lambda v: _finite(v) and v > 0,
+    "gpus_per_worker": lambda v: _finite(v) and v >= 0,
+    "search": lambda v: v in ("grid", "random", "optuna", "hyperopt", "bohb", "auto"),
+    "scheduler": lambda v: v in ("fifo", "asha", "hyperband", "median", "pbt"),
+    "mode": lambda v: v in ("min", "max"),
+    "metric": lambda v: type(v) is str and bool(v.strip()),
+    "time_budget": lambda v: (
+        v is None
+        or (
+            type(v) is str
+            and re.fullmatch(r"\s*(\d+h)?(\d+m)?(\d+s?)?\s*", v) is not None
+            and any(c in "123456789" for c in v)
+        )
+    ),
+    "stop": lambda v: (
+        v is None or (type(v) is str and re.fullmatch(r"\s*\w+\s*(>=|<=|>|<)\s*-?\d+(\.\d+)?\s*", v) is not None)
+    ),
+}
+VALID_MODULE = {
+    "model": "mlp",
+    "dataset": "digits",
+    "metric": "val_acc",
+    "mode": "max",
+    "param_space": {"lr": tune.loguniform(1e-3, 1e-1), "batch_size": 32},
+}
+SCALAR_VALUES = st.one_of(
+    ANYTHING,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-3, 5),
+    st.sampled_from(
+        [
+            "grid",
+            "random",
+            "auto",
+            "asha",
+            "pbt",
+            "min",
+            "max",
+            "30s",
+            "1h30m",
+            "0s",
+            "val_acc>=0.9",
+            "val_acc >= -1",
+            "val_acc=>1",
+            " ",
+            "",
+            "90",
+        ]
+    ),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(sorted(SCALAR_ORACLE)), SCALAR_VALUES)
+def test_space_validator_accepts_exactly_what_the_oracle_accepts(field, value):
+    module = SimpleNamespace(**{**VALID_MODULE, field: value})
+    try:
+        spaces.from_module(module, name="fuzzed", source="fuzzed.py")
+        accepted = True
+    except TunerError as err:
+        assert str(err).strip() and "\n" not in str(err)
+        accepted = False
+    assert accepted == SCALAR_ORACLE[field](value), f"{field}={value!r}: validator accepted={accepted}"
+
+
+# Every option of `tuner run`, fuzzed through everything that happens before Ray starts: argparse,
+# the space it builds, the first config the smoke step takes (seeded) and the searcher (seeded). Each
+# either works or ends as argparse's or tuner's one line; `--seed 99999999999` once ended in numpy's
+# traceback, which this finds.
+CLI_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-10, 2**40).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(
+        [
+            "grid",
+            "random",
+            "optuna",
+            "auto",
+            "asha",
+            "pbt",
+            "ddp",
+            "dp",
+            "30m",
+            "val_acc>=0.9",
+            "4294967296",
+            "4294967295",
+            "0",
+            "-1",
+            "1e3",
+            " 7",
+        ]
+    ),
+)
+VALUED_FLAGS = [
+    flag
+    for flag, options in cli.EXPERIMENT_OPTIONS
+    if options.get("action") not in ("store_true", "append")
+    and options.get("nargs") != "?"
+    and flag not in ("--space", "--data-dir")
+]  # a space name or a directory: other tests
+WHOLE_FLAGS = {
+    "--num-samples": 1,
+    "--epochs": 1,
+    "--workers": 1,
+    "--max-concurrent": 1,
+    "--seed": 0,
+    "--max-failures": 0,
+}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(VALUED_FLAGS), CLI_VALUES)
+def test_every_run_option_works_or_is_one_line(flag, text):
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            args = cli._parser().parse_args(["run", f"{flag}={text}"])
+    except SystemExit as exit_:
+        assert exit_.code == cli.USAGE_ERROR
+        message = stderr.getvalue().strip()
+        assert message.startswith("tuner: error:") and "\n" not in message
+        return
+    if flag in WHOLE_FLAGS:  # accepted: a whole number in its range, as written
+        value = getattr(args, flag[2:].replace("-", "_"))
+        assert type(value) is int and value >= WHOLE_FLAGS[flag] and int(text) == value
+    if flag == "--seed":
+        assert args.seed <= 2**32 - 1
+    try:
+        space = cli._space(args)
+        experiment.first_config(space.param_space, args.seed)
+        search = "random" if space.search == "auto" else space.search
+        searchers.search_algorithm(search, space.param_space, space.num_samples, args.seed, max_concurrent=2)
+    except TunerError as err:
+        assert str(err).strip() and "\n" not in str(err)

@@ -1,0 +1,182 @@
+import textwrap
+
+import pytest
+from ray import tune
+
+from tuner.errors import TunerError
+from tuner.spec import space as spaces
+from tuner.spec.overrides import parse_set, parse_sets
+
+VALID = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+param_space = {"lr": tune.grid_search([0.001, 0.01]), "hidden": tune.choice([16, 32])}
+"""
+
+
+def write(tmp_path, body, name="my_space"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", spaces.available())
+def test_every_shipped_space_loads(name):
+    space = spaces.load(name)
+    assert space.name == name and space.param_space
+
+
+def test_shipped_spaces_include_the_issue_list():
+    assert {"digits_mlp", "digits_cnn", "mnist_cnn", "fashion_mnist_resnet", "cifar10_resnet"} <= set(
+        spaces.available()
+    )
+
+
+def test_load_by_path_uses_defaults(tmp_path):
+    space = spaces.load(write(tmp_path, VALID))
+    assert (space.name, space.model, space.epochs, space.num_samples, space.workers) == ("my_space", "mlp", 5, 1, 1)
+    assert space.param_space["lr"] == tune.grid_search([0.001, 0.01])
+
+
+def test_unknown_name_lists_available():
+    with pytest.raises(TunerError, match="unknown space 'nope'; available: .*digits_mlp"):
+        spaces.load("nope")
+
+
+def test_missing_path():
+    with pytest.raises(TunerError, match="does not exist"):
+        spaces.load("elsewhere/none.py")
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ('model = "transformer"', "model 'transformer' is unknown"),
+        ('dataset = "imagenet"', "dataset 'imagenet' is unknown"),
+        (
+            'model = ["mlp"]',
+            "model must be a shipped name \\(mlp, cnn, resnet18, resnet50\\) or a function model\\(config\\)",
+        ),
+        ("model = lambda: None", "model is <lambda>\\(\\); define it as model\\(config\\) or model\\(config, data\\)"),
+        (
+            "dataset = lambda config, extra: None",
+            "dataset is <lambda>\\(config, extra\\); define it as dataset\\(\\) or",
+        ),
+        ("loss = 3", "loss must be a function loss\\(outputs, targets\\), not 3"),
+        ("metrics = {'val_f1': 'f1'}", "metrics\\['val_f1'\\] must be a torchmetrics Metric or a function"),
+        ("def train_loop(config, ctx): pass", "a train_loop trains its own model, so model would be ignored"),
+        ('metric = ""', "metric must name a reported metric"),
+        ("max_concurrent = True", "max_concurrent must be an integer >= 1, not True"),
+        ("cpus_per_worker = True", "cpus_per_worker must be a number > 0, not True"),
+        ('pbt_mutable = ["lr", "ema_decay"]', "pbt_mutable names ema_decay, which param_space does not search over"),
+        ('mode = "maximize"', "mode must be 'min' or 'max'"),
+        ("epochs = -1", "epochs must be an integer >= 1"),
+        ("num_samples = 0", "num_samples must be an integer >= 1"),
+        ('workers = "2"', "workers must be an integer >= 1"),
+        ("cpus_per_worker = 0", "cpus_per_worker must be a number > 0"),
+        ("param_space = [1, 2]", "param_space must be a dict"),
+        ("param_space = {3: 0.1}", "param_space keys are hyperparameter names; 3 is not a non-empty string"),
+        ('param_space = {"lr": {"grid_search": [1], "x": 2}}', "mixes grid_search with other keys"),
+        ('param_space = {"lr": tune.grid_search([])}', "empty grid"),
+        (
+            'param_space = {"optimizer": tune.choice(["adam", "lion"])}',
+            "optimizer must be one of adam, adamw, sgd, not 'lion'",
+        ),
+        ('param_space = {"batch_size": 0}', "batch_size must be an integer >= 1, not 0"),
+        ('param_space = {"batch_size": 32.5}', "batch_size must be an integer >= 1, not 32.5"),
+        ('param_space = {"lr": tune.grid_search([0.1, -0.1])}', "lr must be a number > 0, not -0.1"),
+        ('param_space = {"dropout": tune.uniform(0.0, 2.0)}', "dropout must be a number in \\[0, 1\\], not 2.0"),
+        ('param_space = {"hidden": tune.randint(0, 64)}', "hidden must be an integer >= 1, not 0"),
+        ('param_space = {"lr": "fast"}', "lr must be a number > 0, not 'fast'"),
+    ],
+)
+def test_invalid_fields(tmp_path, change, message):
+    with pytest.raises(TunerError, match=message):
+        spaces.load(write(tmp_path, VALID + change + "\n"))
+
+
+def test_missing_fields_are_listed(tmp_path):
+    with pytest.raises(TunerError, match="missing metric, mode, param_space; see README"):
+        spaces.load(write(tmp_path, 'model = "mlp"\ndataset = "digits"\n'))
+    with pytest.raises(TunerError, match="missing metric, mode, param_space, model, dataset \\(or a train_loop"):
+        spaces.load(write(tmp_path, "x = 1\n"))
+    with pytest.raises(TunerError, match="missing dataset; see README"):
+        spaces.load(write(tmp_path, VALID.replace('dataset = "digits"', "")))
+
+
+def test_any_hyperparameter_name_and_nested_groups_are_accepted(tmp_path):
+    """Names tuner's parts do not read are the space's own; their values are the space's business."""
+    space = spaces.load(
+        write(
+            tmp_path,
+            VALID.replace(
+                '"hidden": tune.choice([16, 32])',
+                '"learning_rate": 0.1, "net": {"width": tune.choice([8, 16]), "act": "relu"}',
+            ),
+        )
+    )
+    assert spaces.flat_keys(space.param_space) == ["learning_rate", "lr", "net/act", "net/width"]
+    # A name a shipped part reads keeps its check (an own model reads it as it likes, below).
+    with pytest.raises(TunerError, match="dropout must be a number in \\[0, 1\\], not 5"):
+        spaces.load(write(tmp_path, VALID.replace('"hidden": tune.choice([16, 32])', '"dropout": 5'), name="x"))
+
+
+def test_own_parts_skip_the_checks_of_the_parts_they_replace(tmp_path):
+    own_model = VALID.replace('model = "mlp"', "def model(config): ...") + 'param_space["hidden"] = [64, 64]\n'
+    assert spaces.load(write(tmp_path, own_model)).param_space["hidden"] == [64, 64]
+    own_optimizer = VALID + 'def optimizer(config, params): ...\nparam_space["optimizer"] = "lion"\n'
+    assert spaces.load(write(tmp_path, own_optimizer, name="b")).param_space["optimizer"] == "lion"
+    own_loop = (
+        'metric, mode = "score", "max"\ndef train_loop(config, ctx): ...\n'
+        'param_space = {"batch_size": 0, "lr": -1, "seed": 3}\n'
+    )
+    assert spaces.load(write(tmp_path, own_loop, name="c")).dataset is None
+    # every trial's seed, own loop or not
+    with pytest.raises(TunerError, match="seed must be an integer from 0 to 4294967295"):
+        spaces.load(write(tmp_path, own_loop.replace('"seed": 3', '"seed": -3'), name="d"))
+
+
+def test_syntax_and_import_errors(tmp_path):
+    with pytest.raises(TunerError, match="syntax error at line 2"):
+        spaces.load(write(tmp_path, "x = 1\ny = (\n", name="broken"))
+    with pytest.raises(TunerError, match="failed to import: ModuleNotFoundError"):
+        spaces.load(write(tmp_path, "import not_a_module_anywhere\n", name="imports"))
+
+
+def test_overrides_are_validated(tmp_path):
+    space = spaces.load(write(tmp_path, VALID))
+    changed = space.with_overrides(fixed={"lr": 0.5}, epochs=3, workers=2)
+    assert changed.param_space["lr"] == 0.5 and changed.epochs == 3 and changed.workers == 2
+    assert space.param_space["lr"] != 0.5  # the loaded space is left as it was
+    with pytest.raises(TunerError, match="optimizer must be one of adam, adamw, sgd, not 'rmsprop'"):
+        space.with_overrides(fixed={"optimizer": "rmsprop"})
+    with pytest.raises(TunerError, match="batch_size must be an integer >= 1, not 0"):
+        space.with_overrides(fixed={"batch_size": 0})
+    assert space.with_overrides(fixed={"momentum": 0.5}).param_space["momentum"] == 0.5  # read by tuner's loop
+    with pytest.raises(TunerError, match="--set learning_rate: not a key of the space's param_space \\(lr, hidden\\)"):
+        space.with_overrides(fixed={"learning_rate": 0.5})
+
+
+def test_parse_set():
+    assert parse_set("lr=0.01") == ("lr", 0.01)
+    assert parse_set("batch_size = 32") == ("batch_size", 32)
+    assert parse_set("optimizer=sgd") == ("optimizer", "sgd")
+    assert parse_set("optimizer='adamw'") == ("optimizer", "adamw")
+    assert parse_sets(["lr=1e-3", "hidden=8"]) == {"lr": 1e-3, "hidden": 8}
+
+
+@pytest.mark.parametrize(
+    "item,message",
+    [
+        ("lr", "not key=value"),
+        ("=3", "not key=value"),
+        ("lr=", "not key=value"),
+        ("lr=[0.1, 0.2]", "expects one value"),
+    ],
+)
+def test_parse_set_errors(item, message):
+    with pytest.raises(TunerError, match=message):
+        parse_set(item)

@@ -1,0 +1,166 @@
+"""The parallel strategies (`tuner/training/parallel/`) at the torch level, on two gloo ranks started with
+torch.multiprocessing: what Ray Train does for a multi-worker trial, minus Ray.
+
+Each strategy runs tuner's own loop (`run_trial_loop`, the code every trial runs) on one model and one
+dataset, and each does one process's arithmetic, so its reports must agree with one process's to float
+rounding: ddp and fsdp (the ranks' shares of a global batch are the batch one process takes, and the
+gradients are averaged), a 2-stage pipeline (every stage reads the whole batch; micro-batch gradients
+are scaled to the batch's). And for each strategy a
+trial restored from its epoch-1 checkpoint must report what the uninterrupted trial reported for
+epoch 2: the checkpoint holds the whole model and optimizer state, gathered from shards or stages."""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torchvision.models import ResNet
+
+from tests.conftest import free_port
+from tuner.data.splits import Splits
+from tuner.errors import TunerError
+from tuner.models import small_image_resnet18
+from tuner.training.context import load_checkpoint
+from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
+from tuner.training.trial import Parts, run_trial_loop
+
+CPU = torch.device("cpu")
+CONFIG = {"lr": 0.01, "batch_size": 32}
+EPOCHS = 2
+# Sums over shards or micro-batches in another order: equal to float32 rounding, not bit for bit.
+CLOSE = {"rel": 1e-4, "abs": 1e-5}
+
+
+def data() -> Splits:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(230, 8, generator=generator)  # 230: no multiple of the ranks or the batch
+    y = (x[:, :3].sum(1) > 0).long() + (x[:, 3] > 1).long()
+    return Splits((x[:180], y[:180]), (x[180:], y[180:]))
+
+
+def model(config, splits):
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 3))
+
+
+def trial(parallel: str, restored=None) -> list[tuple[dict, dict | None]]:
+    """The reports of one trial on this process (and its process group, if any)."""
+    reports: list[tuple[dict, dict | None]] = []
+
+    def report(metrics, checkpoint_dir):
+        reports.append((metrics, load_checkpoint(checkpoint_dir, CPU) if checkpoint_dir else None))
+
+    run_trial_loop(
+        Parts.of(model=model),
+        CONFIG,
+        data=data(),
+        epochs=EPOCHS,
+        seed=3,
+        device=CPU,
+        trial_id="t",
+        report=report,
+        restored=restored,
+        parallel=parallel,
+    )
+    return reports
+
+
+def scores(reports) -> list[dict[str, float]]:
+    return [{key: metrics[key] for key in ("train_loss", "val_loss", "val_acc")} for metrics, _ in reports]
+
+
+def _ranks(rank: int, port: int, results: dict) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        out = {}
+        for parallel in ("ddp", "fsdp", "pipeline"):
+            reports = trial(parallel)
+            dist.broadcast_object_list(checkpoint := [reports[0][1]], src=0)  # rank 0's epoch-1 checkpoint
+            resumed = trial(parallel, restored=checkpoint[0])
+            out[parallel] = {
+                "scores": scores(reports),
+                "resumed": scores(resumed),
+                "world_size": reports[0][0]["world_size"],
+                "epochs": [m["epoch"] for m, _ in resumed],
+            }
+        # The shipped small-image ResNet in two pipeline stages: outputs equal the unsplit model's.
+        torch.manual_seed(0)
+        resnet = small_image_resnet18(3, num_classes=10).eval()
+        stage = split(pipeline_layers(resnet), 2)[rank]
+        x = torch.randn(6, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            piped = PipelineStages(stage, rank, 2, CPU).eval()(x)
+            out["resnet"] = None if piped is None else (piped - resnet(x)).abs().max().item()
+        results[rank] = out
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def two_ranks() -> dict[int, dict]:
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_ranks, args=(free_port(), results), nprocs=2, join=True)
+        return {rank: dict(results[rank]) for rank in (0, 1)}
+
+
+def assert_close(actual: list[dict], expected: list[dict]) -> None:
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        assert got == pytest.approx(want, **CLOSE)
+
+
+@pytest.fixture(scope="module")
+def one_process() -> list[dict[str, float]]:
+    torch.set_num_threads(1)
+    reports = scores(trial("ddp"))  # one process: the model unwrapped
+    assert reports[1]["train_loss"] < reports[0]["train_loss"]  # it learns
+    return reports
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp", "pipeline"])
+def test_two_ranks_train_exactly_as_one_process(two_ranks, one_process, parallel):
+    assert two_ranks[0][parallel]["world_size"] == 2
+    assert_close(two_ranks[0][parallel]["scores"], one_process)
+    assert two_ranks[0][parallel]["scores"] == two_ranks[1][parallel]["scores"]  # every rank reports the same
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp", "pipeline"])
+def test_a_trial_restored_from_its_checkpoint_continues_as_if_uninterrupted(two_ranks, parallel):
+    result = two_ranks[0][parallel]
+    assert result["epochs"] == [2]
+    assert_close(result["resumed"], result["scores"][1:])
+
+
+def test_a_resnet_split_into_two_pipeline_stages_computes_the_unsplit_model(two_ranks):
+    assert two_ranks[0]["resnet"] is None  # the first stage has no outputs
+    assert two_ranks[1]["resnet"] < 1e-5
+
+
+def test_where_models_split():
+    resnet = small_image_resnet18(3, num_classes=10)
+    layers = pipeline_layers(nn.Sequential(nn.Identity(), resnet))
+    assert len(layers) == 7  # the Identity, then the ResNet's stem, four residual layers and head
+    assert [len(stage) for stage in split(layers, 2)] == [3, 4]
+    assert isinstance(resnet, ResNet) and len(pipeline_layers(resnet)) == 6
+
+    class Declared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+            self.pipeline_layers = [self.a, self.b]
+
+    declared = Declared()
+    assert pipeline_layers(declared) == [declared.a, declared.b]
+    with pytest.raises(TunerError, match="build it as an nn.Sequential, or give it a `pipeline_layers` attribute"):
+        pipeline_layers(nn.Linear(2, 2))
+    with pytest.raises(TunerError, match="with 3 workers needs at least 3 layers"):
+        split([nn.Linear(2, 2), nn.ReLU()], 3)
+
+
+def test_one_process_runs_the_pipeline_as_one_stage_of_all_its_layers(one_process):
+    """What the smoke step runs for a pipeline space: the split layers, composed, train like the model."""
+    assert_close(scores(trial("pipeline")), one_process)

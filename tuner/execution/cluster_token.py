@@ -1,0 +1,49 @@
+"""A cluster's token, found where Ray's own tools keep it.
+
+Ray 2.59+ turns token authentication on for clusters, but a client sends its token only when its own
+environment says RAY_AUTH_MODE=token, even when the token sits in ~/.ray/auth_token, where
+`ray get-auth-token --generate` put it for `ray start`. Ray itself turns the mode on when a token is
+found only for a local instance it starts; for `--address` tuner asks Ray to do the same. A cluster
+without authentication accepts a client that sends a token (checked with Ray 2.60), so this only
+changes clusters that would otherwise refuse the client.
+"""
+
+import os
+from pathlib import Path
+
+DEFAULT_TOKEN_FILE = "~/.ray/auth_token"
+HOW_TO_GET_IT = "`ray get-auth-token` on the head node prints it"
+
+
+def token_source() -> str | None:
+    """Where Ray will read this client's token from, in Ray's own order; None if there is none."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    if path := os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return f"RAY_AUTH_TOKEN_PATH ({path})"
+    if Path(DEFAULT_TOKEN_FILE).expanduser().is_file():
+        return DEFAULT_TOKEN_FILE
+    return None
+
+
+def send_token_if_available() -> str | None:
+    """Token mode on for this process when a token is available and RAY_AUTH_MODE is unset; returns
+    where the token comes from."""
+    # Ray's own switch: it also reloads Ray's config, which read RAY_AUTH_MODE when Ray was imported.
+    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    return token_source()
+
+
+def refusal_hint(source: str | None) -> str:
+    """What to do when a cluster refused this client, given where its token came from."""
+    if source is None:
+        return (
+            f"the cluster requires a token: set RAY_AUTH_TOKEN, or put it in {DEFAULT_TOKEN_FILE} or a file "
+            f"named by RAY_AUTH_TOKEN_PATH ({HOW_TO_GET_IT})"
+        )
+    return (
+        f"the cluster refused the token from {source}: set RAY_AUTH_TOKEN (or {DEFAULT_TOKEN_FILE}, or "
+        f"RAY_AUTH_TOKEN_PATH) to the cluster's token ({HOW_TO_GET_IT})"
+    )

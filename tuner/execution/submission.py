@@ -1,0 +1,163 @@
+"""`tuner submit`: an experiment as a Ray Job, through Ray's Job Submission API.
+
+The job runs `python -m tuner run` on the cluster, in a copy of the current directory (Ray's
+`working_dir`), so space modules under it and, from a tuner checkout, tuner itself travel with it.
+"""
+
+import asyncio
+import logging
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tuner.errors import INTERRUPTED, TunerError
+from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.spec.space import Space
+
+# The job's working directory is a temporary copy, so results go to a path of the cluster's own.
+DEFAULT_STORAGE = "~/tuner_results"
+EXCLUDES = [".git", ".venv", "venv", "tuner_results", "__pycache__", ".ipynb_checkpoints"]
+SUCCEEDED = "SUCCEEDED"
+# Ray logs each step of packaging and uploading the working dir; the job id and links below say enough.
+QUIET_LOGGERS = ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
+FAILED = 1
+NO_AGENT = "No available agent to submit job"
+NO_AGENT_WAITS_S = (1, 2, 4, 8, 15)  # 30 s in all
+
+
+@dataclass(frozen=True)
+class Job:
+    address: str  # the cluster's dashboard: http://host:8265
+    space_ref: str  # a space name, or a path relative to the working directory
+    name: str
+    storage_path: str
+    run_arguments: list[str]
+
+    @property
+    def submission_id(self) -> str:
+        return f"tuner-{self.name}"
+
+    @property
+    def entrypoint(self) -> str:
+        # Ray runs the entrypoint through a shell: every argument is quoted, so nothing the user
+        # typed is ever interpreted by it.
+        argv = [
+            "python",
+            "-m",
+            "tuner",
+            "run",
+            self.space_ref,
+            "--name",
+            self.name,
+            "--storage-path",
+            self.storage_path,
+            *self.run_arguments,
+        ]
+        return shlex.join(argv)
+
+
+def space_argument(ref: str, space: Space, working_dir: str) -> str:
+    """How the job names the space: by name for shipped spaces, else by its path in the working dir."""
+    if not space.source or ref == space.name:
+        return ref
+    path = Path(space.source).resolve()
+    try:
+        return path.relative_to(Path(working_dir).resolve()).as_posix()
+    except ValueError:
+        raise TunerError(
+            f"space module {ref} is outside the current directory, which is what the job "
+            "gets; run `tuner submit` from a directory that contains it"
+        ) from None
+
+
+def check_storage_path(storage_path: str) -> str:
+    if "://" in storage_path or storage_path.startswith(("/", "~")):
+        return storage_path
+    raise TunerError(
+        f"--storage-path {storage_path} is relative, but the job runs in a temporary copy of this "
+        f"directory; give an absolute path or URI on the cluster (default {DEFAULT_STORAGE})"
+    )
+
+
+def _check_address(address: str) -> None:
+    parts = urlsplit(address)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TunerError(
+            f"--address {address!r} is not a dashboard URL; `tuner submit` needs "
+            "http://<head node>:8265 (the Jobs API), `tuner run --address` takes GCS addresses"
+        )
+
+
+def _client(address: str):
+    from ray.exceptions import AuthenticationError
+    from ray.job_submission import JobSubmissionClient  # Ray's client libraries load only for submit
+
+    from tuner.execution.cluster import check_reachable
+
+    _check_address(address)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    parts = urlsplit(address)
+    check_reachable(f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", shown=address)
+    token = send_token_if_available()
+    try:
+        return JobSubmissionClient(address)
+    except AuthenticationError:
+        raise TunerError(f"cannot use the Jobs API at {address}: {refusal_hint(token)}") from None
+    except (ConnectionError, RuntimeError) as err:
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TunerError(f"cannot use the Jobs API at {address}: {message}") from None
+
+
+async def _stream_logs(client, submission_id: str) -> None:
+    async for lines in client.tail_job_logs(submission_id):
+        print(lines, end="", flush=True)
+
+
+def _submit_job(client, job: Job) -> str:
+    """Submit, waiting out a head whose job agent has not registered yet (Ray answers "No available
+    agent to submit job, please try again later" for a while after the head starts)."""
+    waits_s = list(NO_AGENT_WAITS_S)
+    while True:
+        try:
+            return client.submit_job(
+                entrypoint=job.entrypoint,
+                submission_id=job.submission_id,
+                runtime_env={"working_dir": ".", "excludes": EXCLUDES},
+                metadata={"tuner_experiment": job.name},
+            )
+        except RuntimeError as err:
+            # Ray puts the server's whole answer (often a traceback) in the message; one line is enough.
+            text = str(err)
+            if "already exists" in text:
+                raise TunerError(
+                    f"a job named {job.submission_id} already exists on the cluster; pick another --name"
+                ) from None
+            if NO_AGENT not in text or not waits_s:
+                raise TunerError(f"the cluster refused the job: {text.strip().splitlines()[0]}") from None
+        wait_s = waits_s.pop(0)
+        print(f"tuner: the cluster has no job agent ready yet; trying again in {wait_s} s", file=sys.stderr, flush=True)
+        time.sleep(wait_s)
+
+
+def submit(job: Job, follow: bool) -> int:
+    client = _client(job.address)
+    submission_id = _submit_job(client, job)
+    address = job.address.rstrip("/")
+    print(f"job:        {submission_id}")
+    print(f"dashboard:  {address}/#/jobs/{submission_id}")
+    print(f"experiment: {job.storage_path.rstrip('/')}/{job.name} (on the cluster)")
+    print(f"logs:       ray job logs --address {address} --follow {submission_id}")
+    if not follow:
+        return 0
+    try:
+        asyncio.run(_stream_logs(client, submission_id))
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the job goes on (stop it with: ray job stop --address {address} {submission_id})")
+        return INTERRUPTED
+    info = client.get_job_info(submission_id)
+    print(f"job {submission_id}: {info.status}" + (f" ({info.message})" if info.message else ""))
+    return 0 if info.status == SUCCEEDED else FAILED

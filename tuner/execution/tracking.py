@@ -1,0 +1,43 @@
+"""`--mlflow [URI]`: every trial logged to MLflow, one MLflow run per trial with its config as params and
+its metrics per epoch, through Ray Tune's own MLflowLoggerCallback. MLflow is an optional extra
+(`pip install 'tuner[mlflow]'`); asking for it without MLflow installed is one line, before Ray starts.
+TensorBoard needs nothing: Ray Tune writes its event files into every trial directory anyway.
+"""
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import TunerError
+
+# MLflow 3 refuses its old ./mlruns file store unless told otherwise; a SQLite file is its default now.
+DEFAULT_MLFLOW_STORE = "./mlflow.db"
+
+
+def tracking_uri(uri: str) -> str:
+    """A path ending in .db becomes an absolute sqlite:/// URI, any other path a file: URI (MLflow's
+    file store, which MLflow 3 refuses in one message of its own); URIs (http://, sqlite:///,
+    databricks) pass through. Absolute, because the callback runs in the driver, whose working
+    directory need not be the user's by then."""
+    if "://" in uri or uri.startswith(("sqlite:", "databricks")):
+        return uri
+    path = Path(uri).expanduser().resolve()
+    return f"sqlite:///{path}" if path.suffix == ".db" else path.as_uri()
+
+
+def check_installed() -> None:
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        raise TunerError(
+            "--mlflow needs MLflow, which is an optional extra: pip install 'tuner[mlflow]' (or pip install mlflow)"
+        ) from None
+
+
+def mlflow_callback(uri: str, experiment_name: str) -> Any:
+    """Ray's callback, logging to the MLflow experiment named after tuner's experiment."""
+    from ray.air.integrations.mlflow import MLflowLoggerCallback
+
+    for name in ("mlflow", "alembic"):  # a new SQLite store's table set-up is not the user's business
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return MLflowLoggerCallback(tracking_uri=tracking_uri(uri), experiment_name=experiment_name, save_artifact=False)

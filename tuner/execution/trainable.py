@@ -1,0 +1,204 @@
+"""The Tune function trainable: one worker runs the trial's loop in-process (also `dp`, over the trial's
+GPUs), several run it on Ray Train V2 workers (ddp, fsdp, pipeline). This is where Ray meets the loop:
+each runtime gives `run_trial_loop` a report function and the checkpoint to restore from, in its own
+API. Either way the trial's checkpoints are Tune's (`tuner/execution/checkpoint_bridge.py`)."""
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+import ray.train
+import ray.train.torch
+import torch
+from ray import tune
+from ray.tune.trainable.function_trainable import wrap_function
+from ray.util.queue import Queue
+
+from tuner.data.splits import Splits
+from tuner.execution.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
+from tuner.storage import filesystem as storage
+from tuner.training.context import load_checkpoint
+from tuner.training.trial import Parts, run_trial_loop
+
+# A DDP trial's own actor only waits on the Ray Train run; it asks for a little memory instead of
+# CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
+DRIVER_ONLY_RESOURCES: dict[str, float] = {"CPU": 0, "memory": 64 * 1024**2}
+STAGING_DIR = "train_runs"  # under the experiment: multi-worker trials' Ray Train runs, while they run
+
+
+@dataclass(frozen=True)
+class TrialSetup:
+    """What every trial of an experiment shares; the per-trial part is the hyperparameter config."""
+
+    parts: Parts  # the space module's loop and dataset callables, pickled to every worker
+    data: ray.ObjectRef | None  # -> Splits, put in the object store once by the driver; None: per trial
+    epochs: int
+    seed: int
+    workers: int
+    cpus_per_worker: float
+    gpus_per_worker: float
+    experiment_path: str  # local path or pyarrow-fs URI of the experiment directory
+    parallel: str = "ddp"  # tuner.training.parallel.STRATEGIES
+
+    @property
+    def in_process(self) -> bool:
+        return self.workers == 1
+
+
+def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as directory:
+        return load_checkpoint(directory, device)
+
+
+def _data(setup: TrialSetup) -> Splits | None:
+    return ray.get(setup.data) if setup.data is not None else None
+
+
+def _use_cpus(setup: TrialSetup) -> None:
+    torch.set_num_threads(max(1, int(setup.cpus_per_worker)))  # concurrent trials don't oversubscribe the cores
+
+
+def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
+    _use_cpus(setup)
+    device = torch.device("cuda" if setup.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
+
+    run_trial_loop(
+        setup.parts,
+        config,
+        data=_data(setup),
+        epochs=setup.epochs,
+        seed=setup.seed,
+        device=device,
+        trial_id=tune.get_context().get_trial_id(),
+        report=report,
+        restored=_restored(tune.get_checkpoint(), device),
+        parallel=setup.parallel,
+    )
+
+
+def train_worker(loop_config: dict[str, Any]) -> None:
+    """Runs on each Ray Train worker; Ray Train has set up torch.distributed (gloo, or NCCL on GPUs)."""
+    setup: TrialSetup = loop_config["setup"]
+    _use_cpus(setup)
+    device = ray.train.torch.get_device()
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        # Every rank must call report (it is a barrier); only rank 0 has a checkpoint to save.
+        ray.train.report(
+            metrics, checkpoint=ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
+        )
+        if not tune_lets_training_go_on(loop_config["answers"]):
+            raise TrialStopped
+
+    try:
+        # The Tune checkpoint the trial hands in (its latest, or a PBT donor's); never the Train run's
+        # own, since each fit is a fresh run.
+        run_trial_loop(
+            setup.parts,
+            loop_config["config"],
+            data=_data(setup),
+            epochs=setup.epochs,
+            seed=setup.seed,
+            device=device,
+            trial_id=loop_config["trial_id"],
+            report=report,
+            restored=_restored(loop_config["checkpoint"], device),
+            parallel=setup.parallel,
+        )
+    except TrialStopped:
+        pass  # the run ends as a finished one, and Train releases its worker group
+
+
+def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
+    context = tune.get_context()
+    trial_id = context.get_trial_id()  # read now: Tune's session is gone once it stopped the trial
+    # A fresh Train run for every fit (a retry, a resume, a PBT exploit): the run only stages
+    # checkpoints on their way to Tune, and it is deleted afterwards.
+    run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
+    staging = f"{setup.experiment_path.rstrip('/')}/{STAGING_DIR}"
+    reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
+    trainer = ray.train.torch.TorchTrainer(
+        train_worker,
+        train_loop_config={
+            "config": config,
+            "setup": setup,
+            "trial_id": trial_id,
+            "checkpoint": tune.get_checkpoint(),
+            "answers": answers,
+        },
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=setup.workers,
+            use_gpu=setup.gpus_per_worker > 0,
+            resources_per_worker={"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker},
+        ),
+        run_config=ray.train.RunConfig(
+            name=run_name,
+            storage_path=staging,
+            # Train V2 takes its own UserCallback here; the annotation still names Tune's Callback.
+            callbacks=[ForwardToTune(reports)],  # type: ignore[list-item]
+            # Safe: the workers wait after each report until Tune has its copy of the checkpoint.
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+        ),
+    )
+    run = _train_runs[trial_id] = TrainRun(
+        trainer, reports, answers, after_fit=lambda: _delete_staging(f"{staging}/{run_name}")
+    )
+    run.run()
+
+
+def _delete_staging(path: str) -> None:
+    fs, inner = storage.filesystem(path)
+    try:
+        fs.delete_dir(inner)
+    except (FileNotFoundError, OSError):
+        shutil.rmtree(inner, ignore_errors=True)  # gone already, or half-written: nothing to keep
+
+
+def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
+    if setup.in_process:
+        run_in_process(config, setup)
+    else:
+        run_on_workers(config, setup)
+
+
+# The Train run of the trial this actor runs, for its cleanup below (a multi-worker trial's actor is
+# never reused, so there is at most one).
+_train_runs: dict[str, TrainRun] = {}
+
+
+def _cleanup_when_train_run_ended(trial_id: str, cleanup: Callable[[], None]) -> None:
+    # A module function, not a method: Ray pickles the trainable class by value, and this dict with it.
+    run = _train_runs.pop(trial_id, None)
+    if run is not None:
+        run.stopping.set()
+    try:
+        cleanup()  # Tune's own: wakes the trial's thread from tune.report with SystemExit
+    finally:
+        if run is not None:
+            run.wait_until_ended()
+
+
+def trainable(setup: TrialSetup):
+    if setup.in_process:
+        resources = {"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker}
+        return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
+
+    # A class built at run time by Tune's wrap_function, as Tune's own function trainables are.
+    class MultiWorkerTrial(wrap_function(tune.with_parameters(run_trial, setup=setup), name="run_trial")):  # type: ignore[misc]
+        """Tune's function trainable, whose cleanup (Tune stopping or pausing the trial) waits for the
+        trial's Train run to end by itself: the actor's exit would otherwise kill the Train controller
+        with it, and a killed controller's worker group stays reserved until Ray's cleaner notices."""
+
+        def cleanup(self) -> None:
+            _cleanup_when_train_run_ended(self.trial_id, super().cleanup)
+
+    return tune.with_resources(MultiWorkerTrial, DRIVER_ONLY_RESOURCES)

@@ -1,0 +1,77 @@
+"""Notebook access to a finished or interrupted experiment: the same DataFrames `tuner report` writes,
+and the plots and importances of `tuner.results.visualization` and `tuner.results.importance` drawn from them.
+
+    from tuner.results import analysis
+    exp = analysis.load("tuner_results/digits_mlp-20261202-120000")
+    exp.trials                  # one row per trial, ranked best first
+    exp.history                 # one row per trial per epoch
+    exp.best()                  # the best trial's row, among those that ran to the end or were stopped by the scheduler
+    exp.curves()                # epoch x trial table of the metric
+    exp.plot_learning_curves()  # matplotlib Figures: also plot_param, plot_parallel_coordinates,
+                                # plot_early_stopping, plot_importance
+    exp.importance()            # which hyperparameters the score depends on (random forest + permutation)
+"""
+
+from dataclasses import dataclass
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tuner.results import importance as importances
+from tuner.results import report, visualization
+from tuner.storage.meta import ExperimentMeta
+
+
+@dataclass(frozen=True)
+class Experiment:
+    path: str
+    meta: ExperimentMeta
+    trials: pd.DataFrame
+    history: pd.DataFrame
+
+    @property
+    def metric(self) -> str:
+        return self.meta.metric
+
+    @property
+    def mode(self) -> str:
+        return self.meta.mode
+
+    @property
+    def params(self) -> list[str]:
+        return list(self.meta.params)
+
+    def best(self) -> pd.Series:
+        scored = report.scored(self.trials, self.metric)
+        if scored.empty:
+            raise ValueError(f"no trial of {self.path} completed; see exp.trials[['status', 'error']]")
+        return scored.iloc[0]
+
+    def curves(self, metric: str | None = None) -> pd.DataFrame:
+        """Epoch x trial table of one metric, ready for `.plot()`."""
+        return self.history.pivot(index="epoch", columns="trial_id", values=metric or self.metric)
+
+    def plot_learning_curves(self, metric: str | None = None, top: int = 5) -> Figure:
+        return visualization.plot_learning_curves(self.trials, self.history, self.meta, metric=metric, top=top)
+
+    def plot_param(self, param: str | None = None) -> Figure:
+        return visualization.plot_param(self.trials, self.meta, param=param)
+
+    def plot_parallel_coordinates(self) -> Figure:
+        return visualization.plot_parallel_coordinates(self.trials, self.meta)
+
+    def plot_early_stopping(self) -> Figure:
+        return visualization.plot_early_stopping(self.trials, self.history, self.meta)
+
+    def importance(self) -> pd.DataFrame:
+        """param, importance, std per hyperparameter, most important first; needs 4 scored trials."""
+        return importances.importance(self.trials, self.meta)
+
+    def plot_importance(self) -> Figure:
+        return visualization.plot_importance(self.importance())
+
+
+def load(path: str) -> Experiment:
+    meta = report.load_meta(path)
+    trials, history = report.read_tables(path)
+    return Experiment(path=path, meta=meta, trials=trials, history=history)

@@ -1,0 +1,118 @@
+"""The experiments under a storage path: `tuner list`, and the newest one, which `tuner report` and
+`tuner resume` take when no directory is given.
+
+An experiment is a directory with tuner's meta file. It is running while tuner has recorded no end for
+its latest run (`ended_at`, cleared when `tuner resume` starts) and Ray's own experiment state, which
+Ray Tune rewrites every few seconds while a run lasts (TUNE_GLOBAL_CHECKPOINT_S, see
+tuner/execution/experiment.py), is fresh: a run killed before it could record its end counts as running for
+RUNNING_WINDOW_S, then as interrupted.
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow.fs as pafs
+
+from tuner.errors import TunerError
+from tuner.results import report
+from tuner.results.columns import best_column
+from tuner.results.status import TrialStatus
+from tuner.spec.budgets import format_duration
+from tuner.storage import filesystem as storage
+from tuner.storage import meta as meta_file
+from tuner.storage.meta import ExperimentMeta
+
+RUNNING_WINDOW_S = 30.0
+STATE_GLOB = "experiment_state-"  # Ray Tune's file, rewritten while the run lasts
+
+
+@dataclass(frozen=True)
+class Summary:
+    path: str
+    meta: ExperimentMeta
+    status: str  # running | finished | interrupted | failed
+    trials: pd.DataFrame  # the report's rows: status and best metric of each trial
+    started: float  # epoch seconds
+    ran_s: float
+
+    def row(self) -> dict[str, Any]:
+        metric = self.meta.metric
+        scored = report.scored(self.trials, metric)
+        counts = self.trials["status"].value_counts() if len(self.trials) else pd.Series(dtype=int)
+        return {
+            "experiment": self.path.rstrip("/").rsplit("/", 1)[-1],
+            "space": self.meta.space,
+            "status": self.status,
+            "trials": ", ".join(f"{count} {status}" for status, count in counts.items()) or "none yet",
+            "best": f"{metric}={scored.iloc[0][best_column(metric)]:.4g}" if len(scored) else "",
+            "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started)),
+            "ran": format_duration(self.ran_s),
+        }
+
+
+def _mtime(info: pafs.FileInfo) -> float:
+    return info.mtime.timestamp() if info.mtime is not None else 0.0
+
+
+def find(storage_path: str) -> list[str]:
+    """Experiment directories directly under `storage_path`, newest first."""
+    fs, root = storage.filesystem(storage_path)
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        raise TunerError(
+            f"{storage_path} is not a directory of experiments; pass the --storage-path of `tuner run` "
+            f"(default {storage.DEFAULT_STORAGE_PATH})"
+        )
+    found = []
+    for entry in fs.get_file_info(pafs.FileSelector(root)):
+        meta = fs.get_file_info(f"{entry.path}/{storage.META_FILE}")
+        if entry.type == pafs.FileType.Directory and meta.type == pafs.FileType.File:
+            path = f"{storage.normalize(storage_path)}/{entry.base_name}"
+            found.append((_started(meta_file.read(path), meta), entry.base_name))
+    return [f"{storage.normalize(storage_path)}/{name}" for _, name in sorted(found, reverse=True)]
+
+
+def _started(meta: ExperimentMeta, meta_info: pafs.FileInfo) -> float:
+    started = meta.started_at
+    return float(started) if started else _mtime(meta_info)  # experiments from before started_at: the meta's time
+
+
+def newest(storage_path: str) -> str:
+    paths = find(storage_path)
+    if not paths:
+        raise TunerError(
+            f"no experiments under {storage_path}; run one with `python -m tuner run`, or pass the experiment directory"
+        )
+    return paths[0]
+
+
+def _last_state_write(path: str) -> float | None:
+    fs, root = storage.filesystem(path)
+    times = [
+        _mtime(info) for info in fs.get_file_info(pafs.FileSelector(root)) if info.base_name.startswith(STATE_GLOB)
+    ]
+    return max(times) if times else None
+
+
+def summarize(path: str) -> Summary:
+    meta = report.load_meta(path)
+    fs, inner = storage.filesystem(path)
+    started = _started(meta, fs.get_file_info(f"{inner}/{storage.META_FILE}"))
+    trials, _ = report.read_tables(path)
+    state = _last_state_write(path)
+    ended = meta.ended_at
+    now = time.time()
+    running = ended is None and state is not None and now - state < RUNNING_WINDOW_S
+    if running:
+        status, ran = "running", now - started
+    else:
+        statuses = set(trials["status"]) if len(trials) else set()
+        if not len(trials) or statuses & {TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED}:
+            status = "interrupted"
+        elif not len(report.scored(trials, meta.metric)):
+            status = "failed"  # every trial errored or diverged
+        else:
+            status = "finished"
+        ran = (ended or state or started) - started
+    return Summary(path, meta, status, trials, started, max(0.0, ran))

@@ -1,0 +1,188 @@
+"""One self-contained HTML page per experiment, `<experiment>/report.html`: the summary, the ranked
+trials, every plot of `tuner.results.visualization`, the importance of each hyperparameter and what failed.
+
+The page needs nothing beside itself (inline CSS, plots as base64 PNG), so it can be mailed, attached
+to a ticket or opened from a bucket. Every string that came from the user or from a trial (space and
+parameter names, values, trial ids, error lines) is HTML-escaped.
+"""
+
+import base64
+import html
+import io
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tuner.errors import TunerError
+from tuner.results import report, visualization
+from tuner.results.columns import best_column
+from tuner.results.importance import REPEATS, importance
+from tuner.results.visualization import _common
+from tuner.storage import filesystem as storage
+from tuner.storage.meta import ExperimentMeta
+
+REPORT_FILE = "report.html"
+DPI = 100
+FAILED = ("error", "diverged")
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1320px;
+       margin: 2em auto; padding: 0 1.5em; line-height: 1.45; }
+h1 { margin-bottom: 0.2em; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+.meta { color: #555; margin-top: 0; }
+table { border-collapse: collapse; font-size: 0.88em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+tbody tr:nth-child(even) { background: #fafafa; }
+img { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
+.note { color: #555; font-style: italic; }
+.error { font-family: ui-monospace, monospace; white-space: pre-wrap; color: #a00; }
+"""
+
+
+def write(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> str:
+    """Write `<experiment_path>/report.html` atomically from the frames of `tuner.results.report.read_tables`;
+    returns its path."""
+    path = f"{experiment_path.rstrip('/')}/{REPORT_FILE}"
+    storage.write_atomic(path, _page(experiment_path, trials, history, meta).encode())
+    return path
+
+
+def _text(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _image(fig: Figure, alt: str) -> str:
+    """The figure as an inline PNG. tuner.results.visualization's figures are not registered with pyplot, so
+    nothing needs closing: the figure is freed with its last reference."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    encoded = base64.b64encode(buffer.getvalue()).decode()
+    return f'<img alt="{_text(alt)}" src="data:image/png;base64,{encoded}">'
+
+
+def _table(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, border=0, na_rep="", float_format=lambda x: f"{x:.4g}", escape=True)
+
+
+def _section(title: str, body: str) -> str:
+    return f"<section><h2>{_text(title)}</h2>\n{body}\n</section>"
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_text(text)}</p>'
+
+
+def _summary(experiment_path: str, trials: pd.DataFrame, meta: ExperimentMeta) -> str:
+    facts = [
+        f"{len(trials)} trials",
+        f"metric {meta.metric} ({meta.mode})",
+        f"{meta.epochs} epochs each",
+        f"search {meta.search}",
+        f"scheduler {meta.scheduler}",
+    ]
+    header = f'<p class="meta">{_text(experiment_path)}<br>{_text(" · ".join(facts))}</p>\n'
+    if trials.empty:
+        return header
+    counts = trials["status"].value_counts()
+    rows = "".join(f"<tr><td>{_text(status)}</td><td>{count}</td></tr>" for status, count in counts.items())
+    return header + f"<table><thead><tr><th>status</th><th>trials</th></tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _best(scored: pd.DataFrame, failed: pd.DataFrame, meta: ExperimentMeta) -> str:
+    if scored.empty:
+        hint = " See Failed trials below for what went wrong." if len(failed) else ""
+        return _note(f"No trial has a score: none finished, was stopped early or paused.{hint}")
+    best, score = scored.iloc[0], best_column(meta.metric)
+    rows = [
+        ("trial", best["trial_id"]),
+        ("status", best["status"]),
+        (score, f"{best[score]:.4g} at epoch {best['best_epoch']} of {best['epochs']}"),
+        *((param, _common.label(best[param])) for param in meta.params),
+    ]
+    body = "".join(f"<tr><th>{_text(key)}</th><td>{_text(value)}</td></tr>" for key, value in rows)
+    return f"<table><tbody>{body}</tbody></table>"
+
+
+def _ranked(trials: pd.DataFrame, meta: ExperimentMeta, failed: pd.DataFrame) -> str:
+    if trials.empty:
+        return _note("No trial was recorded.")
+    # The columns `tuner report` prints, so the page and the terminal show the same thing.
+    shown = report.ranked(trials, meta.metric, list(meta.params))
+    return _table(shown.join(trials["error"]) if len(failed) else shown)
+
+
+def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
+    try:
+        frame = importance(trials, meta)
+    except TunerError as error:
+        return _note(str(error))
+    method = (
+        "A random forest fitted to the scored trials (hyperparameters to best score); importance is the "
+        f"mean drop in its R² when one hyperparameter's column is shuffled, over {REPEATS} shuffles."
+    )
+    stopped = int((trials["status"] == "stopped early").sum())
+    if stopped:
+        method += (
+            f" {stopped} of the scored trials were stopped early, so their scores come from fewer epochs: "
+            "the importance partly reflects which trials the scheduler let run on."
+        )
+    return _note(method) + _table(frame) + _image(visualization.plot_importance(frame), "hyperparameter importance")
+
+
+def _failure(trial: pd.Series) -> str:
+    if trial["status"] == "diverged":
+        return f"non-finite loss in epoch {trial['epochs']}; the trial stopped there"
+    error = trial["error"]
+    # A frame read back from trials.csv has NaN where the error was empty.
+    return error if isinstance(error, str) and error else "no error line recorded (see the trial's error.txt)"
+
+
+def _failed(failed: pd.DataFrame, params: list[str]) -> str:
+    if failed.empty:
+        return _note("No trial failed.")
+    rows = "".join(
+        f"<tr><td>{_text(t['trial_id'])}</td><td>{_text(t['status'])}</td>"
+        f"<td>{_text(_common.short_config(t, params))}</td>"
+        f'<td class="error">{_text(_failure(t))}</td></tr>'
+        for _, t in failed.iterrows()
+    )
+    return (
+        "<table><thead><tr><th>trial</th><th>status</th><th>config</th><th>error</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> str:
+    scored = _common.scored(trials, meta)
+    failed = trials[trials["status"].isin(FAILED)] if len(trials) else trials
+    if scored.empty:
+        no_score = _note("No trial has a score, so there is nothing to plot here.")
+        curves = params = parallel = no_score
+    else:
+        curves = _image(visualization.plot_learning_curves(trials, history, meta), "learning curves")
+        params = _image(visualization.plot_param(trials, meta), "best score per hyperparameter")
+        parallel = _image(visualization.plot_parallel_coordinates(trials, meta), "parallel coordinates")
+    stopping = (
+        _image(visualization.plot_early_stopping(trials, history, meta), "epochs run per trial")
+        if len(trials)
+        else _note("No trial was recorded.")
+    )
+    title = f"{meta.space}: tuner report"
+    sections = [
+        _section("Best trial", _best(scored, failed, meta)),
+        _section("Ranked trials", _ranked(trials, meta, failed)),
+        _section("Learning curves", curves),
+        _section("Score per hyperparameter", params),
+        _section("Parallel coordinates", parallel),
+        _section("Hyperparameter importance", _importance(trials, meta)),
+        _section("Early stopping", stopping),
+        _section("Failed trials", _failed(failed, list(meta.params))),
+    ]
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>'
+        f"<style>{STYLE}</style></head>\n<body>\n<h1>{_text(title)}</h1>\n"
+        f"{_summary(experiment_path, trials, meta)}\n" + "\n".join(sections) + "\n</body></html>\n"
+    )

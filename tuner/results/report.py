@@ -1,0 +1,245 @@
+"""pandas reports of an experiment, built from Ray's own files so they work during, after, or
+without the run that made them (from another process, on a finished or interrupted experiment)."""
+
+import io
+import json
+import logging
+import math
+import sys
+from typing import Any
+
+import pandas as pd
+from ray.tune import ExperimentAnalysis
+from ray.tune.result import (
+    AUTO_RESULT_KEYS,
+    DEBUG_METRICS,
+    DEFAULT_EXPERIMENT_INFO_KEYS,
+    DONE,
+    SHOULD_CHECKPOINT,
+)
+from tqdm.auto import tqdm
+
+from tuner.errors import TunerError
+from tuner.results.columns import best_column
+from tuner.results.status import FROM_RAY, SCORED, TrialStatus
+from tuner.storage import filesystem as storage
+from tuner.storage import meta as meta_file
+from tuner.storage import trial_files
+from tuner.storage.meta import ExperimentMeta
+from tuner.storage.moved_modules import old_module_paths
+from tuner.training.result_keys import BOOKKEEPING
+
+TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
+
+
+def scored(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The trials whose scores count (SCORED) and that have one, still ranked best first."""
+    if trials.empty:
+        return trials
+    return trials[trials["status"].isin(SCORED) & trials[best_column(metric)].notna()]
+
+
+# Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
+# already says "not started" for those trials, so the warning is noise.
+logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+# What a history row has besides the loop's metrics, in this order after them: facts of each report.
+RUN_COLUMNS = [
+    "diverged",
+    "world_size",
+    "samples_per_s",
+    "time_total_s",
+    "reported_at",
+    "restored_from",
+    "restored_epoch",
+]
+# Keys of a result row that Ray fills in itself (TuneReportCallback adds the Train checkpoint's path).
+RAY_KEYS = {
+    *AUTO_RESULT_KEYS,
+    *DEBUG_METRICS,
+    *DEFAULT_EXPERIMENT_INFO_KEYS,
+    DONE,
+    SHOULD_CHECKPOINT,
+    "checkpoint_path",
+}
+
+
+def metric_names(frames: list[pd.DataFrame]) -> list[str]:
+    """The loop's own metrics across these result frames, in the order first reported."""
+    skipped = RAY_KEYS | set(BOOKKEEPING)
+    names: dict[str, None] = {}
+    for frame in frames:
+        names.update(
+            (column, None) for column in frame.columns if column not in skipped and not column.startswith("config/")
+        )
+    return list(names)
+
+
+def _cell(value: Any) -> Any:
+    """A config value as a table cell: lists (any JSON value that is no scalar) as their JSON text."""
+    return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
+
+
+def flat_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A trial's config with nested groups flattened as Ray flattens them in results: `group/name`."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(flat_config(value, prefix=f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _analysis(experiment_path: str) -> ExperimentAnalysis:
+    fs, path = storage.filesystem(experiment_path)
+    try:
+        with old_module_paths():  # experiments saved before tuner's modules moved
+            return ExperimentAnalysis(path, storage_filesystem=fs)
+    except (ValueError, FileNotFoundError):
+        raise TunerError(
+            f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded"
+        ) from None
+
+
+def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+    """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable."""
+    try:
+        analysis = _analysis(experiment_path)
+        return analysis.trials, analysis.trial_dataframes
+    except TunerError:
+        trials, frames = trial_files.read(experiment_path, space)
+        if not trials:
+            raise
+        print(
+            f"tuner: warning: Ray's experiment state in {experiment_path} cannot be read (cut short by a full "
+            "disk?); the trials are read from their own directories, so whether they finished is unknown",
+            file=sys.stderr,
+        )
+        return trials, frames
+
+
+def _error_line(trial: Any) -> str:
+    """The last line of a failed trial's traceback: the exception and its message."""
+    text = trial_files.read_text(trial.storage.storage_filesystem, f"{trial.storage.trial_fs_path}/error.txt")
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _history(frame: pd.DataFrame, trial_id: str, params: list[str], metrics: list[str] | None = None) -> pd.DataFrame:
+    """One row per reported epoch, with the config that epoch ran under (PBT changes it over time)."""
+    configs = {f"config/{key}": key for key in params}
+    metrics = metric_names([frame]) if metrics is None else metrics
+    history = frame.reindex(columns=["epoch", *metrics, *RUN_COLUMNS, *configs]).rename(columns=configs)
+    for key in configs.values():
+        history[key] = history[key].map(_cell)
+    history.insert(0, "trial_id", trial_id)
+    # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
+    history = history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
+    return history[~_superseded(history, trial_id)].reset_index(drop=True)
+
+
+def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
+    """Rows of epochs that a later restore from the trial's own checkpoint ran again.
+
+    A driver killed between Ray writing an epoch's result and saving its experiment state resumes
+    the trial from the checkpoint before that epoch, so the epoch runs twice; the rerun is the one
+    the trial's weights descend from. (Under PBT a restore from another trial is a new branch, kept.)
+    """
+    dropped = pd.Series(False, index=history.index)
+    restores = history.index[(history["restored_from"] == trial_id).fillna(False)]
+    for position in restores:
+        earlier = history.index < position
+        dropped |= earlier & (history["epoch"] > history.loc[position, "restored_epoch"]).fillna(False).to_numpy()
+    return dropped
+
+
+def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> TrialStatus:
+    if len(history) and history["diverged"].iloc[-1] in (True, 1):
+        return TrialStatus.DIVERGED
+    if trial.status == "TERMINATED" and epochs_run < epochs:
+        return TrialStatus.STOPPED_EARLY
+    return FROM_RAY.get(trial.status) or (TrialStatus.INCOMPLETE if len(history) else TrialStatus.NOT_STARTED)
+
+
+def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
+    metric, mode = meta.metric, meta.mode
+    epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
+    status = _status(trial, history, epochs_run, meta.epochs)
+    row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
+    config = flat_config(trial.config)
+    row.update({key: _cell(config.get(key)) for key in meta.params})
+    last = history.iloc[-1] if len(history) else None
+    for name in metrics:  # each metric's value at the trial's last epoch
+        row[name] = last[name] if last is not None else math.nan
+    scores = pd.to_numeric(history[metric], errors="coerce").astype(float)
+    best = (scores.idxmax() if mode == "max" else scores.idxmin()) if scores.notna().any() else None
+    row[best_column(metric)] = float(scores[best]) if best is not None else math.nan
+    row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
+    row["epochs"] = epochs_run
+    row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
+    row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
+    row["trial_dir"] = trial.storage.trial_fs_path
+    return row
+
+
+def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
+    meta = load_meta(experiment_path)
+    recorded, frames = _recorded_trials(experiment_path, meta.space)
+    metrics = metric_names(list(frames.values()))
+    if meta.metric not in metrics:
+        metrics.insert(0, meta.metric)  # a column even before any trial reported it
+    histories, rows = [], []
+    # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
+    for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
+        histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta.params, metrics))
+        rows.append(_trial_row(trial, histories[-1], meta, metrics))
+    trials = pd.DataFrame(rows)
+    if len(trials):
+        trials = trials.sort_values(
+            best_column(meta.metric), ascending=meta.mode == "min", na_position="last", kind="stable"
+        )
+        trials.insert(0, "rank", range(1, len(trials) + 1))
+        trials["best_epoch"] = trials["best_epoch"].astype("Int64")
+    trials = trials.reset_index(drop=True)
+    history = (
+        pd.concat(histories, ignore_index=True) if histories else _history(pd.DataFrame(), "", meta.params, metrics)
+    )
+    return trials, history
+
+
+def load_meta(experiment_path: str) -> ExperimentMeta:
+    if not storage.exists(experiment_path):
+        raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
+    if not storage.exists(f"{experiment_path}/{storage.META_FILE}"):
+        raise TunerError(
+            f"{experiment_path} is not a tuner experiment (no {storage.META_FILE}); "
+            "pass the directory that `tuner run` printed"
+        )
+    return meta_file.read(experiment_path)
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def write(experiment_path: str) -> pd.DataFrame:
+    """Rebuild trials.csv, trials.parquet and history.parquet beside Ray's files; returns trials."""
+    trials, history = read_tables(experiment_path)
+    save(experiment_path, trials, history)
+    return trials
+
+
+def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> None:
+    storage.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
+    storage.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
+    storage.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+
+
+def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> pd.DataFrame:
+    """The columns that rank trials, top trials first."""
+    columns = ["rank", "trial_id", "status", *params, best_column(metric), "best_epoch", "epochs", "time_s"]
+    shown = trials[[c for c in columns if c in trials.columns]]
+    return shown if top is None else shown.head(top)

@@ -1,0 +1,87 @@
+"""How far each trial got: what the scheduler stopped, and what failed on the way."""
+
+import numpy as np
+import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from tuner.results.status import TrialStatus
+from tuner.results.visualization._common import new_figure, plural, scored
+from tuner.storage.meta import ExperimentMeta
+
+STATUS_COLORS: dict[str, str] = {
+    TrialStatus.FINISHED: "tab:green",
+    TrialStatus.STOPPED_EARLY: "tab:orange",
+    TrialStatus.PAUSED: "tab:purple",
+    TrialStatus.DIVERGED: "tab:brown",
+    TrialStatus.ERROR: "tab:red",
+    TrialStatus.INCOMPLETE: "tab:gray",
+    TrialStatus.NOT_STARTED: "lightgray",
+}
+# Beyond this many trials the per-trial labels would overlap; the bars alone still show the pattern.
+MAX_LABELLED = 60
+
+
+def plot_early_stopping(trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> Figure:
+    """Left, a bar per trial (best-ranked on top) as long as the epochs it ran, coloured by its status,
+    with a dot at its best epoch; right, every trial's metric per epoch in its status's colour, ending
+    in a cross where the trial stopped short of the budget; the budget dashed on both."""
+    count = len(trials)
+    fig = new_figure(13, min(2.6 + 0.28 * max(count, 1), 24))
+    bars, curves = fig.subplots(1, 2, width_ratios=(1, 1.2))
+    _bars(bars, trials, meta.epochs)
+    _curves(curves, trials, history, meta)
+    present = [s for s in STATUS_COLORS if s in set(trials["status"])]
+    handles: list[Artist] = [Patch(facecolor=STATUS_COLORS[s], edgecolor="0.3", label=s) for s in present]
+    handles += [
+        Line2D([], [], color="black", marker="o", linestyle="", markersize=4, label="best epoch"),
+        Line2D([], [], color="black", marker="x", linestyle="", label="stopped before the budget"),
+        Line2D([], [], color="0.2", linestyle="--", label=f"budget: {meta.epochs} epochs"),
+    ]
+    curves.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    none_scored = " (no trial has a score)" if count and scored(trials, meta).empty else ""
+    fig.suptitle(f"epochs run by each of {plural(count, 'trial')}{none_scored}")
+    return fig
+
+
+def _color(status: str) -> str:
+    return STATUS_COLORS.get(status, "black")
+
+
+def _bars(ax: Axes, trials: pd.DataFrame, budget: int) -> None:
+    ys = np.arange(len(trials))
+    ax.barh(ys, trials["epochs"], color=[_color(s) for s in trials["status"]], edgecolor="0.3", linewidth=0.5)
+    ax.scatter(trials["best_epoch"].astype(float), ys, color="black", s=14, zorder=3)
+    ax.axvline(budget, color="0.2", linestyle="--", linewidth=1)
+    ax.invert_yaxis()  # rank 1 at the top, as in the table
+    ax.set_xlim(0, max([budget, *trials["epochs"]]) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("epochs run")
+    ax.set_ylabel("trial, by rank")
+    if len(trials) <= MAX_LABELLED:
+        ax.set_yticks(ys, [f"#{r} {t}" for r, t in zip(trials["rank"], trials["trial_id"])], fontsize=8)
+    else:
+        ax.set_yticks([])
+
+
+def _curves(ax: Axes, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> None:
+    metric, budget = meta.metric, meta.epochs
+    for _, trial in trials.iterrows():
+        rows = history[history["trial_id"] == trial["trial_id"]].sort_values("epoch")
+        if rows.empty:
+            continue
+        epochs, values = rows["epoch"].astype(float), rows[metric].astype(float)
+        color = _color(trial["status"])
+        ax.plot(epochs, values, color=color, alpha=0.7, linewidth=1.2)
+        if trial["epochs"] < budget:
+            ax.scatter(epochs.iloc[-1], values.iloc[-1], color=color, marker="x", s=30, zorder=3)
+    ax.axvline(budget, color="0.2", linestyle="--", linewidth=1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{metric} per epoch, coloured by status", fontsize="medium")

@@ -1,0 +1,112 @@
+"""`--scheduler`: which Ray Tune trial scheduler may stop, pause or perturb trials, with defaults
+derived from the space: every budget is counted in epochs (Tune's training_iteration).
+
+fifo       run every trial to the end (Ray's default).
+asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3.
+hyperband  HyperBandScheduler with the same budget (HyperBandForBOHB under --search bohb).
+median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
+pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
+           trial's checkpoint and perturbs the hyperparameters a space marks `pbt_mutable` (default:
+           those of MUTABLE it searches over).
+"""
+
+from typing import Any
+
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    HyperBandForBOHB,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    PopulationBasedTraining,
+    TrialScheduler,
+)
+from ray.tune.search.sample import Domain
+
+from tuner.errors import TunerError
+
+SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
+TIME_ATTR = "training_iteration"
+REDUCTION_FACTOR = 3
+# Fewer epochs than this leave ASHA (grace period 1) no second rung: it could only stop trials after
+# their first epoch and promote the rest straight to the end, so --search auto keeps FIFO there.
+ASHA_MIN_EPOCHS = REDUCTION_FACTOR
+# Hyperparameters a checkpoint survives a change of: architecture keys (hidden, channels) change the
+# weights' shapes and `optimizer` the optimiser state, so PBT cannot mutate those mid-training.
+MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
+
+
+def pbt_mutations(param_space: dict[str, Any], mutable: list[str] | None = None) -> dict[str, Any]:
+    """What PBT may perturb: the `mutable` keys (default MUTABLE) that the space searches over."""
+    mutations: dict[str, Any] = {}
+    for key in MUTABLE if mutable is None else mutable:
+        value = param_space.get(key)
+        if isinstance(value, Domain):
+            mutations[key] = value
+        elif isinstance(value, dict) and "grid_search" in value and len(value["grid_search"]) > 1:
+            mutations[key] = list(value["grid_search"])
+    return mutations
+
+
+def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: list[str] | None = None) -> None:
+    if scheduler not in SCHEDULERS:
+        raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
+    if search == "bohb" and scheduler not in ("fifo", "hyperband"):
+        raise TunerError(f"bohb runs with its own HyperBand scheduler; drop --scheduler {scheduler} or use hyperband")
+    if scheduler == "pbt":
+        if not pbt_mutations(param_space, mutable):
+            names = ", ".join(MUTABLE if mutable is None else mutable)
+            raise TunerError(
+                f"pbt has nothing to mutate: give one of {names} a search domain "
+                "(tune.loguniform, tune.choice, ...) in the space, or list others in pbt_mutable"
+            )
+
+
+def retires_checkpoints(scheduler: str) -> bool:
+    """PBT hands a donor's checkpoint to a trial that may start much later, by which time a bounded
+    retention would have deleted it; other schedulers only ever resume a trial from its own latest."""
+    return scheduler != "pbt"
+
+
+def asha_shape(epochs: int) -> tuple[int, int]:
+    """ASHA's grace period and reduction factor for a budget of `epochs`: 1 and 3 at every budget
+    measured, rather than a grace period that grows with the epochs.
+
+    Evidence, at 27 epochs (rungs 1, 3, 9, 27), against the longer grace and the other factors:
+    - bench/search_efficiency.py --epochs 27 --seeds 5 --asha-shapes 3:3 1:4 --shape-searches optuna
+      (digits CNN, 24 configs): optuna + ASHA (1, 3) spent 0.306 of grid's trial-epochs and reached grid's
+      best -0.5 pp in 4/5 seeds at a median 0.168; (3, 3), the grace period scaled to epochs / 9, spent
+      0.454 for 5/5 at 0.248; (1, 4) spent 0.262 but reached it in 3/5 only.
+    - bench/synthetic_search.py --epochs 27 --seeds 20 --asha-shapes 1:2 1:4 3:3 9:3 (Hartmann-6): median
+      regret with optuna 0.294 (1, 3) at 1003 trial-epochs, 0.280 (3, 3) at 1206, 0.319 (1, 4) at 869,
+      0.349 (1, 2) at 1253, 0.370 (9, 3) at 1458; the 25-75 % ranges all overlap, so (1, 3) buys the
+      same regret for fewer epochs than a longer grace period.
+    At 9 epochs (rungs 1, 3, 9) the same shape met the digits target in 5/5 seeds (README)."""
+    return 1, REDUCTION_FACTOR
+
+
+def trial_scheduler(
+    scheduler: str, search: str, param_space: dict[str, Any], epochs: int, mutable: list[str] | None = None
+) -> TrialScheduler | None:
+    check(scheduler, search, param_space, mutable)
+    if search == "bohb":
+        return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "asha":
+        grace_period, reduction_factor = asha_shape(epochs)
+        return ASHAScheduler(
+            time_attr=TIME_ATTR, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor
+        )
+    if scheduler == "hyperband":
+        return HyperBandScheduler(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "median":
+        return MedianStoppingRule(time_attr=TIME_ATTR, grace_period=1, min_samples_required=3)
+    if scheduler == "pbt":
+        return PopulationBasedTraining(
+            time_attr=TIME_ATTR,
+            perturbation_interval=max(1, epochs // 4),
+            hyperparam_mutations=pbt_mutations(param_space, mutable),
+            quantile_fraction=0.25,
+            # Synchronous, as in the PBT paper: trials are ranked at the same epoch, so who exploits
+            # whom depends on the scores, not on which trial happened to report first.
+            synch=True,
+        )
+    return None

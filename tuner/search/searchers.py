@@ -1,0 +1,204 @@
+"""`--search`: which Ray Tune search algorithm proposes configs, with seeded, sensible defaults.
+
+grid      Ray's BasicVariantGenerator: grid axes crossed, `num_samples` random draws of the rest per point.
+random    the same generator with every grid axis turned into `tune.choice`: `num_samples` configs in all.
+          Over a space of only grid axes and choices, distinct configs (drawn without replacement, handed
+          to the generator as its points_to_evaluate): 24 independent draws from 24 configs would cover
+          only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
+optuna    Optuna's TPE sampler (OptunaSearch).
+hyperopt  HyperOpt's TPE (HyperOptSearch).
+bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler.
+auto      one of the above, picked from the space and num_samples (`choose`), named with its reason
+          in one line before the first trial.
+
+The model-based searchers cannot take grid axes (Ray refuses to convert them), so for them a grid
+axis becomes a choice of the same values, as for `random`, with a notice; only an axis whose values a
+searcher cannot sample (lists, dicts) is an error before any trial starts.
+"""
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ray import tune
+from ray.tune.search.sample import Categorical, Domain
+
+from tuner.errors import TunerError
+from tuner.search import schedulers
+
+SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
+MODEL_BASED = ("optuna", "hyperopt", "bohb")
+# --search auto runs every config of a finite space of at most this many (or num_samples, if more),
+# and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
+# benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
+AUTO_WHOLE_SPACE_MAX = 16
+
+
+def _is_grid(value: Any) -> bool:
+    return isinstance(value, dict) and "grid_search" in value
+
+
+def grid_axes(param_space: dict[str, Any]) -> list[str]:
+    return sorted(key for key, value in param_space.items() if _is_grid(value))
+
+
+def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
+    """The same values, sampled instead of enumerated."""
+    axes = grid_axes(param_space)
+    return {key: tune.choice(value["grid_search"]) if key in axes else value for key, value in param_space.items()}
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def check(search: str, param_space: dict[str, Any]) -> None:
+    if search not in SEARCHERS:
+        raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHERS)}")
+    if search in MODEL_BASED:
+        for key in grid_axes(param_space):
+            if not all(_plain(value) for value in param_space[key]["grid_search"]):
+                raise TunerError(
+                    f"{search} cannot sample grid axis {key}, whose values are not numbers or strings; "
+                    "use --search grid or random"
+                )
+
+
+def grid_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
+    """The one line that says a model-based searcher takes the grid axes as choices."""
+    axes = grid_axes(param_space)
+    if search not in MODEL_BASED or not axes:
+        return None
+    return (
+        f"{search} samples the grid axes ({', '.join(axes)}) as choices of the same values; "
+        f"num_samples = {num_samples} now counts configs in all (--num-samples N for more)"
+    )
+
+
+def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """Each searched key's values when every one is a finite set (a grid axis or tune.choice) and the
+    rest are constants; None when a key is sampled from a range or nested."""
+    axes: dict[str, list[Any]] = {}
+    for key, value in param_space.items():
+        if _is_grid(value):
+            axes[key] = list(value["grid_search"])
+        elif isinstance(value, Categorical):
+            axes[key] = list(value.categories)
+        elif isinstance(value, (Domain, dict)):
+            return None
+    return axes
+
+
+def distinct_configs(axes: dict[str, list[Any]]) -> int:
+    return math.prod(len(values) for values in axes.values())
+
+
+def trials(search: str, param_space: dict[str, Any], num_samples: int) -> int:
+    """Tune's num_samples: `random` over a finite space runs each config at most once."""
+    if search == "random" and (axes := discrete_axes(param_space)) is not None:
+        return min(num_samples, distinct_configs(axes))
+    return num_samples
+
+
+def random_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
+    """The one line that says `random` runs fewer trials than asked, because the space has fewer configs."""
+    if (count := trials(search, param_space, num_samples)) == num_samples:
+        return None
+    return (
+        f"random: the space has {count} distinct configs, so {count} trials run (each config once), "
+        f"not num_samples = {num_samples}"
+    )
+
+
+def _without_replacement(axes: dict[str, list[Any]], count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` distinct configs, drawn uniformly: indices into the space's mixed-radix numbering, so a
+    huge space is never enumerated."""
+    configs = []
+    for index in random.Random(seed).sample(range(distinct_configs(axes)), count):
+        config = {}
+        for key, values in axes.items():
+            index, digit = divmod(index, len(values))
+            config[key] = values[digit]
+        configs.append(config)
+    return configs
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    search: str
+    scheduler: str
+    num_samples: int
+    reason: str  # the one line printed before the first trial
+
+
+def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int) -> AutoChoice:
+    """What --search auto runs. A finite space small enough to run whole: every config once, in random
+    order (random draws without replacement; unlike grid order, a time budget that ends the search early
+    leaves an even sample), under ASHA when the epochs leave it a rung to stop at. Otherwise TPE with
+    ASHA stopping the weak trials early. The space's scheduler, if it names one other than fifo, stays;
+    under pbt the search is random, since PBT's mutations would mislead TPE's model.
+
+    Evidence (bench/search_efficiency.py, 5 seeds, the 24-config digits space run whole): random + ASHA
+    reached grid's best within 0.5 pp in 5/5 seeds with a median 0.245 (9 epochs) and 0.151 (27 epochs)
+    of grid's trial-epochs, and grid + FIFO needed 0.273 and 0.241 of its own to get there."""
+    axes = discrete_axes(param_space)
+    count = None if axes is None else distinct_configs(axes)
+    whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
+    stopping = "asha" if scheduler == "fifo" and epochs >= schedulers.ASHA_MIN_EPOCHS else scheduler
+    if count is not None and count <= whole:
+        under = f", {stopping} stopping the weak ones early" if stopping != "fifo" else ""
+        return AutoChoice(
+            "random",
+            stopping,
+            count,
+            f"search auto: every one of the space's {count} configs once, in random order{under} "
+            f"(a finite space of <= {whole} configs)",
+        )
+    if axes is None:
+        why = "the space samples from a range"
+    else:  # grid crosses grid axes only: a tune.choice it samples, so only an all-grid space runs whole
+        whole_by_grid = "; --search grid runs every one" if len(grid_axes(param_space)) == len(axes) else ""
+        why = f"the space has {count} configs, more than {whole}{whole_by_grid}"
+    if scheduler == "pbt":
+        return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
+    chosen = "asha" if scheduler == "fifo" else scheduler
+    return AutoChoice("optuna", chosen, whole, f"search auto: optuna (TPE) with {chosen}, {whole} configs ({why})")
+
+
+def search_algorithm(
+    search: str, param_space: dict[str, Any], num_samples: int, seed: int, max_concurrent: int = 0
+) -> tuple[Any, dict[str, Any]]:
+    """The search algorithm for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
+    (0: no limit), and the param_space to give the Tuner. `auto` is resolved before, by `choose`."""
+    check(search, param_space)
+    if search == "auto":
+        raise ValueError("searchers.search_algorithm takes the search that searchers.choose picked for auto, not auto")
+    if search == "grid":
+        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent), param_space
+    if search == "random":
+        axes = discrete_axes(param_space)
+        points = None if axes is None else _without_replacement(axes, trials(search, param_space, num_samples), seed)
+        generator = tune.search.BasicVariantGenerator(
+            points_to_evaluate=points, random_state=seed, max_concurrent=max_concurrent
+        )
+        return generator, grid_as_choice(param_space)
+    if search == "optuna":
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # its "new study created" line is noise here
+
+        searcher: tune.search.Searcher = OptunaSearch(seed=seed)
+    elif search == "hyperopt":
+        from ray.tune.search.hyperopt import HyperOptSearch
+
+        # HyperOpt's default of 20 random starts would make a short search purely random.
+        searcher = HyperOptSearch(random_state_seed=seed, n_initial_points=max(2, min(20, num_samples // 3)))
+    else:
+        from ray.tune.search.bohb import TuneBOHB
+
+        searcher = TuneBOHB(seed=seed)
+    if max_concurrent:
+        searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
+    return searcher, grid_as_choice(param_space)

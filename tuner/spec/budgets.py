@@ -1,0 +1,70 @@
+"""Budgets beyond `num_samples`: `--time-budget 30m` and `--stop "val_acc>=0.98"`."""
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ray import tune
+
+from tuner.errors import TunerError
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `90`, `90s`, `30m`, `2h` or `1h30m`."""
+    cleaned = text.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", cleaned)
+    if not cleaned or parts is None or not any(parts.groups()):
+        raise TunerError(f"time budget {text!r} is not a duration; write e.g. 90s, 30m, 2h or 1h30m")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise TunerError(f"time budget {text!r} must be longer than zero")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """`m:ss`, or `h:mm:ss` from an hour on: how the live view and `tuner list` show elapsed times."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+@dataclass
+class MetricThreshold(tune.Stopper):
+    """Ends the whole experiment once any trial's metric crosses the threshold: a config that is
+    good enough has been found, and the rest of the budget is saved."""
+
+    metric: str
+    op: str
+    value: float
+    reached: bool = field(default=False, init=False)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        score = result.get(self.metric)
+        if score is not None and OPERATORS[self.op](score, self.value):
+            self.reached = True
+        return self.reached
+
+    def stop_all(self) -> bool:
+        return self.reached
+
+
+def parse_stop(text: str) -> MetricThreshold:
+    match = re.fullmatch(r"\s*(\w+)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*", text)
+    if match is None:
+        raise TunerError(f'stop condition {text!r} is not METRIC OP NUMBER; write e.g. "val_acc>=0.98"')
+    metric, op, raw = match.groups()  # whether the loop reports `metric` is known after the smoke step
+    try:
+        value = float(raw)
+    except ValueError:
+        raise TunerError(f"stop condition {text!r}: {raw!r} is not a number") from None
+    return MetricThreshold(metric, op, value)

@@ -1,0 +1,23 @@
+"""Stage 5, keep results safe: experiment directories on any pyarrow filesystem (`filesystem`), tuner's
+own record of each experiment (`meta`: tuner.json), and what works around Ray 2.60's storage behaviour.
+
+Each workaround names the Ray behaviour it compensates for; when a Ray upgrade changes that behaviour,
+its test in tests/storage/ (or the fault tests in tests/e2e/) is the one to run without it:
+
+checkpoint_retention  Ray's num_to_keep deletes a checkpoint as soon as a newer one registers, before the
+                      experiment state in storage stops pointing at it: a driver killed in between
+                      leaves a state `tuner resume` cannot restore. Unneeded once Ray retires checkpoints
+                      only after syncing a state that no longer names them.
+trial_logs            Tune's loggers copy the storage copy of result.json back over the staging one when
+                      a trial restarts from a checkpoint, losing rows written since the last sync.
+                      Unneeded once a restarted trial keeps every row (the kill-and-resume tests).
+saved_state           Ray rewrites its state files in place; a full disk leaves one cut short, and Ray's
+                      resume then starts afresh with an empty search space. Unneeded once Ray writes its
+                      state atomically or refuses a torn file.
+trial_files           A report read from trial directories when Ray's experiment state does not parse
+                      (the same cut-short rewrite). Unneeded with saved_state.
+moved_modules         Ray pickles tuner's callbacks and trial namers into its state by module path;
+                      experiments saved before the stage folders name the old paths. Unneeded once no
+                      experiment from before 2026-12-04 is kept.
+trial_names           Not a workaround: the `<space>_<trial id>` names, both ways.
+"""

@@ -1,0 +1,78 @@
+"""Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://..."""
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+META_FILE = "tuner.json"
+DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
+
+
+def default_experiment_name(space_name: str) -> str:
+    """`<space>-<local time>`: sorts by start time in a listing, and a second apart is enough."""
+    return f"{space_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def normalize(path_or_uri: str) -> str:
+    """Ray wants absolute local paths; URIs pass through unchanged."""
+    return path_or_uri if "://" in path_or_uri else str(Path(path_or_uri).expanduser().resolve())
+
+
+def filesystem(path_or_uri: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(normalize(path_or_uri))
+
+
+def exists(path_or_uri: str) -> bool:
+    fs, path = filesystem(path_or_uri)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def write_atomic(path_or_uri: str, data: bytes) -> None:
+    """Write then rename, so a reader never sees a half-written file, even if we are killed mid-write."""
+    fs, path = filesystem(path_or_uri)
+    parent = path.rsplit("/", 1)[0]
+    fs.create_dir(parent, recursive=True)
+    temp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+    try:
+        with fs.open_output_stream(temp) as out:
+            out.write(data)
+        fs.move(temp, path)
+    except OSError:
+        try:
+            fs.delete_file(temp)  # e.g. a full disk: no half-written temp file left behind
+        except OSError:
+            pass
+        raise
+
+
+def read_bytes(path_or_uri: str) -> bytes:
+    fs, path = filesystem(path_or_uri)
+    with fs.open_input_stream(path) as stream:
+        return stream.read()
+
+
+LOW_SPACE_BYTES = 1024**2  # less than this left and the next checkpoint will not fit
+
+
+def write_problem(path_or_uri: str) -> str | None:
+    """Why nothing can be written under a local directory (full, read-only, not a directory), or None.
+    Remote URIs are not probed: their errors name themselves."""
+    if "://" in path_or_uri and not path_or_uri.startswith("file://"):
+        return None
+    path = Path(filesystem(path_or_uri)[1])
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:
+        return "no space left on the device"
+    probe = existing / f".tuner-write-probe-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(b"probe")
+        probe.unlink()
+    except OSError as err:
+        return (err.strerror or str(err)).lower()
+    return None if os.access(existing, os.W_OK) else "permission denied"

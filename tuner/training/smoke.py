@@ -1,0 +1,91 @@
+"""The smoke step: one batch of the space's own code on the first config, in the driver, before Ray starts.
+
+A broken space module (a model that raises, outputs of the wrong shape, a metric never reported, a
+loop that never reports) would otherwise fail every trial after Ray's start-up, N times over. Here
+it fails in seconds with the user's own traceback, and nothing is written. The loop runs as a trial
+would, through the same `run_trial_loop`, with a context whose data passes stop after one batch; its
+first report ends the run (and has saved the checkpoint, so unpicklable state shows up here too).
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tuner.data.splits import Splits
+from tuner.errors import TunerError
+from tuner.training.result_keys import BOOKKEEPING
+from tuner.training.trial import Parts, run_trial_loop
+from tuner.training.user_traceback import UserCodeError
+
+
+class _FirstReport(Exception):
+    """Raised by the smoke step's report function: one report is all the smoke step needs."""
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    metrics: dict[str, Any]  # the first report
+    seconds: float
+
+
+def smoke_test(
+    parts: Parts,
+    config: dict[str, Any],
+    *,
+    data: Splits | None,
+    epochs: int,
+    seed: int,
+    device: torch.device,
+    space: str,
+    parallel: str = "ddp",
+) -> SmokeResult:
+    """Runs the loop until its first report; raises UserCodeError (with the user's traceback) if the
+    space's code raises, TunerError if it returns without reporting."""
+    reports: list[dict[str, Any]] = []
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        reports.append(metrics)
+        raise _FirstReport
+
+    started = time.perf_counter()
+    try:
+        run_trial_loop(
+            parts,
+            config,
+            data=data,
+            epochs=epochs,
+            seed=seed,
+            device=device,
+            trial_id="smoke",
+            report=report,
+            max_batches=1,
+            parallel=parallel,
+        )
+    except _FirstReport:
+        pass
+    except TunerError:
+        raise  # e.g. dataset(config) returned something that is not (train, val): already one line
+    except Exception as error:  # the space's own code: whatever it raises is the user's to see
+        raise UserCodeError(
+            f"space {space}: its code failed on the first config {config} (traceback above); "
+            "fix it, or skip this check with --no-smoke",
+            error,
+        ) from None
+    if not reports:
+        raise TunerError(
+            f"space {space}: train_loop returned without calling ctx.report; report each epoch's "
+            "metrics with ctx.report({...}) so the search can rank the trials"
+        )
+    return SmokeResult(reports[0], time.perf_counter() - started)
+
+
+def check_reported(space: str, reported: dict[str, Any], metric: str, what: str = "metric") -> None:
+    """`metric` (or the `stop` condition's metric) must be one the loop reports."""
+    if metric not in reported:
+        names = ", ".join(name for name in reported if name not in BOOKKEEPING)
+        raise TunerError(
+            f"space {space}: {what} {metric!r} is never reported; the loop reports {names}; "
+            f"name one of those, or report {metric!r} with ctx.report"
+        )

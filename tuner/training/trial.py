@@ -1,0 +1,106 @@
+"""One trial's run of a `train_loop`, wherever it happens: a Tune trial's process, each Ray Train worker,
+the smoke step in the driver. The callers differ only in how they report and what they restore from."""
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from tuner.data import DATASETS
+from tuner.data.splits import Splits
+from tuner.lazy import resolve
+from tuner.models import MODELS
+from tuner.spec.signatures import call, takes
+from tuner.training.config_reads import ReadTrackingConfig
+from tuner.training.context import ReportFn, TrialContext
+from tuner.training.loop import ComponentLoop
+from tuner.training.metrics import MetricsSpec
+
+TrainLoop = Callable[[dict[str, Any], TrialContext], None]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a space module brings, resolved to callables: the loop every trial runs (tuner's own over
+    the space's model, or the module's `train_loop`) and the dataset callable, if any."""
+
+    train_loop: TrainLoop
+    dataset: Callable[..., Any] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        model: str | Callable[..., Any] | None = None,
+        dataset: str | Callable[..., Any] | None = None,
+        loss: Callable[..., Any] | None = None,
+        metrics: MetricsSpec = None,
+        optimizer: Callable[..., Any] | None = None,
+        train_loop: TrainLoop | None = None,
+    ) -> "Parts":
+        """A space module's fields (already checked by tuner.spec.space); shipped names become the shipped
+        callables, which follow the same contract as a module's own."""
+        build_model = resolve(MODELS[model]) if isinstance(model, str) else model
+        load_data = resolve(DATASETS[dataset]) if isinstance(dataset, str) else dataset
+        if train_loop is None:
+            assert build_model is not None, "tuner.spec.space requires a model or a train_loop"
+            train_loop = ComponentLoop(model=build_model, loss=loss, metrics=metrics, optimizer=optimizer)
+        return cls(train_loop=train_loop, dataset=load_data)
+
+    @property
+    def per_trial_data(self) -> bool:
+        """A `dataset(config)` loads per trial; a `dataset()` once, in the driver."""
+        return self.dataset is not None and takes(self.dataset, (0, 1)) == 1
+
+    def load_data(self, config: dict[str, Any] | None = None) -> Splits | None:
+        if self.dataset is None:
+            return None
+        return Splits.of(call(self.dataset, config if config is not None else {}))
+
+
+def seed_everything(seed: int) -> None:
+    """One seed for torch, numpy and random, so a trial's initialisation and shuffling repeat."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def run_trial_loop(
+    parts: Parts,
+    config: dict[str, Any],
+    *,
+    data: Splits | None,
+    epochs: int,
+    seed: int,
+    device: torch.device,
+    trial_id: str,
+    report: ReportFn,
+    restored: dict[str, Any] | None = None,
+    max_batches: int | None = None,
+    parallel: str = "ddp",
+) -> ReadTrackingConfig:
+    """Runs the loop on `config`; returns the config it got, which knows the keys that were read. `seed`
+    is the experiment's, unless the config has a `seed` of its own. `data`: the driver's, else loaded here."""
+    tracked = ReadTrackingConfig(config)
+    if config.get("seed") is not None:
+        seed = tracked["seed"]
+    seed_everything(seed)
+    if data is None and parts.dataset is not None:
+        data = parts.load_data(tracked)
+    ctx = TrialContext(
+        config=tracked,
+        epochs=epochs,
+        seed=seed,
+        device=device,
+        data=data,
+        trial_id=trial_id,
+        report=report,
+        restored=restored,
+        max_batches=max_batches,
+        parallel=parallel,
+    )
+    parts.train_loop(tracked, ctx)
+    return tracked
