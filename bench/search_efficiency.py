@@ -16,14 +16,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+import asha_shapes  # bench/, beside this script
 import pandas as pd
 from ray import tune
 
-from tuner.execution.experiment import RunOptions, run
-from tuner.results import analysis
-from tuner.search import schedulers
+import tuner
+from tuner.search import schedulers  # internal: its ASHA shape is what --asha-shapes replaces
 from tuner.search.searchers import grid_as_choice
-from tuner.spec.space import Space, validate
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
 
@@ -53,10 +52,10 @@ def asha_shape(shape: tuple[int, int] | None) -> Iterator[None]:
         schedulers.asha_shape = default
 
 
-def make_space(search: str, scheduler: str, epochs: int) -> Space:
+def make_space(search: str, scheduler: str, epochs: int) -> tuner.Space:
     grid_size = 2 * 6 * 2
     param_space = GRID if search == "grid" else grid_as_choice(GRID)
-    space = Space(
+    return tuner.Space(  # checks itself, as a space module would be checked
         name=f"bench_{search}_{scheduler}",
         model="cnn",
         dataset="digits",
@@ -68,8 +67,6 @@ def make_space(search: str, scheduler: str, epochs: int) -> Space:
         search=search,
         scheduler=scheduler,
     )
-    validate(space)
-    return space
 
 
 def epochs_to_reach(history: pd.DataFrame, target: float) -> int | None:
@@ -83,26 +80,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5, help="each strategy with seeds 0 .. N-1; medians shown")
     parser.add_argument("--storage", default=None, help="keep the experiments here (default: a temp dir)")
-    parser.add_argument(
-        "--asha-shapes",
-        nargs="*",
-        default=[],
-        metavar="GRACE:FACTOR",
-        help="also run random and optuna under ASHA with these grace periods and reduction "
-        "factors (e.g. 1:2 3:3), beside tuner's default shape",
-    )
-    parser.add_argument(
-        "--shape-searches", nargs="+", default=["random", "optuna"], help="the searches --asha-shapes runs with"
-    )
+    asha_shapes.add_arguments(parser)
     args = parser.parse_args()
     storage = args.storage or tempfile.mkdtemp(prefix="tuner-bench-")
     strategies = list(STRATEGIES)
-    for text in args.asha_shapes:
-        grace, factor = (int(part) for part in text.split(":"))
-        strategies += [
-            (f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-            for search in args.shape_searches
-        ]
+    strategies += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     print(
         f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {schedulers.asha_shape(args.epochs)}",
         flush=True,
@@ -115,14 +97,14 @@ def main() -> None:
             space = make_space(search, scheduler, args.epochs)
             started = time.perf_counter()
             with asha_shape(shape):
-                outcome = run(
+                outcome = tuner.run(
                     space,
-                    RunOptions(
+                    tuner.RunOptions(
                         storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", seed=seed, verbose=0
                     ),
                 )
             wall = time.perf_counter() - started
-            runs.append((label, analysis.load(outcome.experiment_path), wall))
+            runs.append((label, tuner.load(outcome.experiment_path), wall))
             print(f"seed {seed}, {label}: {wall:.0f} s", flush=True)
         # Each seed's target is that seed's grid best: the seed also sets every trial's initialisation.
         grid_exp = runs[0][1]

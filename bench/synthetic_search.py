@@ -27,6 +27,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler
 
 sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a package
+import asha_shapes
 from hartmann import MINIMUM, hartmann6
 
 from tuner.search import schedulers, searchers
@@ -135,17 +136,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=9, help="fidelity steps per trial (ASHA's rungs: 1, 3, 9)")
     parser.add_argument("--grid-levels", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--plot", default=None, help="write the regret curves to this PNG")
-    parser.add_argument(
-        "--asha-shapes",
-        nargs="*",
-        default=[],
-        metavar="GRACE:FACTOR",
-        help="also run random and optuna under ASHA with these grace periods and reduction "
-        "factors (e.g. 1:2 3:3), beside tuner's default shape",
-    )
-    parser.add_argument(
-        "--shape-searches", nargs="+", default=["random", "optuna"], help="the searches --asha-shapes runs with"
-    )
+    asha_shapes.add_arguments(parser)
     parser.add_argument(
         "--only",
         nargs="*",
@@ -178,12 +169,7 @@ def main() -> None:
         for search, scheduler in STRATEGIES
         if args.only is None or f"{search}+{scheduler}" in args.only
     ]
-    for text in args.asha_shapes:
-        grace, factor = (int(part) for part in text.split(":"))
-        variants += [
-            (f"{search} + asha(grace {grace}, factor {factor})", search, "asha", (grace, factor))
-            for search in args.shape_searches
-        ]
+    variants += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     for label, search, scheduler, shape in variants:
         curves[label] = []
         for seed in range(args.seeds):
