@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import tuner
 from tests.conftest import run_tuner
 from tuner.results import report
 from tuner.storage.moved_modules import MOVED, old_module_paths
@@ -33,6 +34,7 @@ def test_old_paths_lead_to_the_moved_modules_only_while_asked():
         assert importlib.import_module("tuner.experiment").TrialNamer is TrialNamer
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("tuner.experiment")
+    assert not hasattr(tuner, "experiment")  # nor as the package's attribute
     for old, new in MOVED.items():  # every target exists: a later move must update this table
         assert importlib.util.find_spec(new) is not None, (old, new)
 

@@ -75,4 +75,9 @@ def old_module_paths() -> Iterator[None]:
     finally:
         sys.meta_path.remove(finder)
         for old in MOVED:
-            sys.modules.pop(old, None)  # the aliases go: `import tuner.experiment` fails again
+            # The aliases go: `import tuner.experiment` fails again, and so does `tuner.experiment`,
+            # the attribute an import sets on the parent package.
+            if sys.modules.pop(old, None) is not None:
+                parent, _, name = old.rpartition(".")
+                if getattr(sys.modules.get(parent), name, None) is not None:
+                    delattr(sys.modules[parent], name)
