@@ -2,6 +2,10 @@
 factors beside tuner's default (tuner.search.schedulers.asha_shape), to compare them in one run."""
 
 import argparse
+import contextlib
+from collections.abc import Iterator
+
+from tuner.search import schedulers
 
 
 def shape(text: str) -> tuple[int, int]:
@@ -37,3 +41,16 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, tuple[int, int]]]
         for grace, factor in args.asha_shapes
         for search in args.shape_searches
     ]
+
+
+@contextlib.contextmanager
+def in_place(shape: tuple[int, int] | None) -> Iterator[None]:
+    """tuner's own scheduler builder (schedulers.trial_scheduler, as tuner run calls it in the driver)
+    with `shape` in place of its default ASHA shape; None leaves the default."""
+    default = schedulers.asha_shape
+    if shape is not None:
+        schedulers.asha_shape = lambda epochs: shape
+    try:
+        yield
+    finally:
+        schedulers.asha_shape = default

@@ -11,17 +11,15 @@ function in minutes.
 """
 
 import argparse
-import contextlib
 import tempfile
 import time
-from collections.abc import Iterator
 
 import asha_shapes  # bench/, beside this script
 import pandas as pd
 from ray import tune
 
 import tuner
-from tuner.search import schedulers  # internal: its ASHA shape is what --asha-shapes replaces
+from tuner.search import schedulers
 from tuner.search.searchers import grid_as_choice
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
@@ -38,18 +36,6 @@ STRATEGIES = [  # (label, search, scheduler, ASHA's (grace period, reduction fac
     ("random + asha", "random", "asha", None),
     ("optuna + asha", "optuna", "asha", None),
 ]
-
-
-@contextlib.contextmanager
-def asha_shape(shape: tuple[int, int] | None) -> Iterator[None]:
-    """Runs tuner's own experiment path with another ASHA shape: the scheduler is built in this process."""
-    default = schedulers.asha_shape
-    if shape is not None:
-        schedulers.asha_shape = lambda epochs: shape
-    try:
-        yield
-    finally:
-        schedulers.asha_shape = default
 
 
 def make_space(search: str, scheduler: str, epochs: int) -> tuner.Space:
@@ -96,7 +82,7 @@ def main() -> None:
         for label, search, scheduler, shape in strategies:
             space = make_space(search, scheduler, args.epochs)
             started = time.perf_counter()
-            with asha_shape(shape):
+            with asha_shapes.in_place(shape):
                 outcome = tuner.run(
                     space,
                     tuner.RunOptions(

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import ray
 from ray import tune
-from ray.tune.schedulers import ASHAScheduler
 
 sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a package
 import asha_shapes
@@ -69,13 +68,8 @@ def run(
     # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at
     # 20 seeds), so tuner keeps the limit and --search auto picks ASHA.
     algorithm, space = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
-    trial_scheduler = (
-        schedulers.trial_scheduler(scheduler, search, param_space, epochs)
-        if shape is None
-        else ASHAScheduler(
-            time_attr=schedulers.TIME_ATTR, max_t=epochs, grace_period=shape[0], reduction_factor=shape[1]
-        )
-    )
+    with asha_shapes.in_place(shape):
+        trial_scheduler = schedulers.trial_scheduler(scheduler, search, param_space, epochs)
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),

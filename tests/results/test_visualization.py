@@ -5,6 +5,7 @@ hyperparameter's values, the scores) to reach a case a 4-trial grid cannot show,
 functions under test take anyway: frames, not Ray.
 """
 
+import dataclasses
 import textwrap
 from html.parser import HTMLParser
 
@@ -101,7 +102,9 @@ def test_param_plot_uses_a_log_axis_for_numbers_spanning_decades(exp):
 
 def test_param_plot_boxes_strings(exp):
     trials = many(exp).assign(optimizer=["adam", "sgd", "adamw"] * 4)
-    fig = visualization.plot_param(trials, exp.meta.with_changes(params=[*exp.params, "optimizer"]), param="optimizer")
+    fig = visualization.plot_param(
+        trials, dataclasses.replace(exp.meta, params=[*exp.params, "optimizer"]), param="optimizer"
+    )
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["adam", "adamw", "sgd"]
 
 

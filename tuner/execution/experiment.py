@@ -504,7 +504,7 @@ def resume(
                     "first trial was recorded); start it again with `tuner run --name <a new name>`"
                 )
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
-            meta_file.write(experiment_path, meta.with_changes(ended_at=None))
+            meta_file.write(experiment_path, replace(meta, ended_at=None))
             # Experiments saved before tuner's modules moved name the old paths: Ray unpickles them in
             # restore (tuner.pkl) and again when fit loads each trial's state.
             with old_module_paths():

@@ -18,13 +18,14 @@ from tuner.errors import TunerError
 from tuner.results import report, visualization
 from tuner.results.columns import best_column
 from tuner.results.importance import REPEATS, importance
+from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
 from tuner.storage import filesystem as storage
 from tuner.storage.meta import ExperimentMeta
 
 REPORT_FILE = "report.html"
 DPI = 100
-FAILED = ("error", "diverged")
+FAILED = (TrialStatus.ERROR, TrialStatus.DIVERGED)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1320px;
@@ -123,7 +124,7 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
         "A random forest fitted to the scored trials (hyperparameters to best score); importance is the "
         f"mean drop in its R² when one hyperparameter's column is shuffled, over {REPEATS} shuffles."
     )
-    stopped = int((trials["status"] == "stopped early").sum())
+    stopped = int((trials["status"] == TrialStatus.STOPPED_EARLY).sum())
     if stopped:
         method += (
             f" {stopped} of the scored trials were stopped early, so their scores come from fewer epochs: "
@@ -133,7 +134,7 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
 
 
 def _failure(trial: pd.Series) -> str:
-    if trial["status"] == "diverged":
+    if trial["status"] == TrialStatus.DIVERGED:
         return f"non-finite loss in epoch {trial['epochs']}; the trial stopped there"
     error = trial["error"]
     # A frame read back from trials.csv has NaN where the error was empty.

@@ -42,9 +42,6 @@ class ExperimentMeta:
     unread_params_warning: str | None = None  # param_space keys no trial read
     unknown: dict[str, Any] = field(default_factory=dict, compare=False)  # fields of a newer tuner
 
-    def with_changes(self, **changes: Any) -> "ExperimentMeta":
-        return dataclasses.replace(self, **changes)
-
 
 _FIELDS = {f.name for f in dataclasses.fields(ExperimentMeta)} - {"unknown"}
 
@@ -63,4 +60,4 @@ def read(experiment_path: str) -> ExperimentMeta:
 
 def update(experiment_path: str, **changes: Any) -> None:
     """Read, change some fields, write back atomically."""
-    write(experiment_path, read(experiment_path).with_changes(**changes))
+    write(experiment_path, dataclasses.replace(read(experiment_path), **changes))
