@@ -4,13 +4,15 @@
 
 (a) a bare PyTorch loop in this process (train steps + the same per-epoch evaluation, no Ray);
 (b) one tuner trial, in-process (workers = 1); (c) an experiment of N such trials on 2 cores with
-max_concurrent = 2; (d) one 2-worker DDP trial; (e) a user's own loop as a bare script, (f) the
-same loop written as a space's `train_loop(config, ctx)`, run as one tuner trial, and (g) the same
-loop as the Ray Tune function trainable a user would write by hand (`tune.report` with a checkpoint
-every epoch), which tells tuner's cost from Ray Tune's own. Prints samples/s of each (a, b, d: the
-loop after its first epoch; c: the whole experiment's samples over its whole wall time; e, f, g: the
-median epoch), the ratios to (a) (f and g: to (e)), the
-fixed cost per trial (wall time not spent in steady epochs), the share of the core time spent inside
+max_concurrent = 2; (d) one 2-worker DDP trial, and (d2) the same at Ray Train's default 2 s poll of
+its workers instead of tuner's (`tuner/execution/trainable.py`, POLL_INTERVAL_S); (e) a user's own
+loop as a bare script, (f) the same loop written as a space's `train_loop(config, ctx)`, run as one
+tuner trial, and (g) the same loop as the Ray Tune function trainable a user would write by hand
+(`tune.report` with a checkpoint every epoch), which tells tuner's cost from Ray Tune's own.
+
+Prints samples/s of each (a, b, d: the loop after its first epoch; c: the whole experiment's samples
+over its whole wall time; e, f, g: the median epoch), the ratios to (a) (f and g: to (e)), the fixed
+cost per trial (wall time not spent in steady epochs), the share of the core time spent inside
 training steps, and peak RSS of the driver and of the trials. With --memory-trials, a further
 experiment of that many 1-epoch trials samples the driver's RSS as trials finish, to show it stays flat.
 Targets on 2 cores: b/a >= 0.95, f/e >= 0.95, fixed cost <= 1 s, >= 80 % of the wall inside training steps.
@@ -18,11 +20,14 @@ Targets on 2 cores: b/a >= 0.95, f/e >= 0.95, fixed cost <= 1 s, >= 80 % of the 
 
 import argparse
 import math
+import os
 import resource
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
@@ -33,9 +38,10 @@ from ray import tune
 
 from tuner import data
 from tuner.execution.experiment import RunOptions, run
+from tuner.execution.trainable import POLL_INTERVAL_VARIABLE
 from tuner.lazy import resolve
 from tuner.models import MODELS
-from tuner.spec.space import Space
+from tuner.spec.space import ExperimentSpec
 
 CONFIG = {"lr": 0.01, "batch_size": 64, "hidden": 64, "channels": 16}
 N_TRAIN = 1437  # digits training samples
@@ -92,8 +98,8 @@ def steady(samples_per_epoch: int, epoch_ends: list[float]) -> float:
     return samples_per_epoch * (len(epoch_ends) - 1) / (epoch_ends[-1] - epoch_ends[0])
 
 
-def space(model: str, epochs: int, workers: int, lr: Any) -> Space:
-    return Space(
+def space(model: str, epochs: int, workers: int, lr: Any) -> ExperimentSpec:
+    return ExperimentSpec(
         name=f"overhead_{model}",
         model=model,
         dataset="digits",
@@ -200,9 +206,9 @@ def by_hand(storage: str, epochs: int) -> dict[str, float]:
     }
 
 
-def own_loop_space(epochs: int) -> Space:
+def own_loop_space(epochs: int) -> ExperimentSpec:
     """Three trials of the same config one after another: the best of three, as for (e)."""
-    return Space(
+    return ExperimentSpec(
         name="overhead_own_loop",
         train_loop=own_train_loop,
         dataset="digits",
@@ -246,7 +252,9 @@ class PeakRss:
         self._thread.join()
 
 
-def experiment(storage: str, name: str, experiment_space: Space, max_concurrent: int | None = None) -> dict[str, Any]:
+def experiment(
+    storage: str, name: str, experiment_space: ExperimentSpec, max_concurrent: int | None = None
+) -> dict[str, Any]:
     with PeakRss() as rss:
         started = time.perf_counter()
         outcome = run(
@@ -277,6 +285,17 @@ def experiment(storage: str, name: str, experiment_space: Space, max_concurrent:
     }
 
 
+@contextmanager
+def ray_train_default_poll() -> Iterator[None]:
+    """Ray Train's own 2 s poll: a local Ray instance starts its processes with this environment, and
+    tuner's trainable keeps a value the user set."""
+    os.environ[POLL_INTERVAL_VARIABLE] = "2.0"
+    try:
+        yield
+    finally:
+        del os.environ[POLL_INTERVAL_VARIABLE]
+
+
 def mib(value: int) -> str:
     return f"{value / 1024**2:.0f} MiB"
 
@@ -296,6 +315,8 @@ def main() -> None:
     lrs = [0.003 * (1 + i % 5) for i in range(args.trials)]  # distinct configs, all healthy
     c = experiment(storage, "many", space(args.model, args.epochs, 1, tune.grid_search(lrs)), max_concurrent=2)
     d = experiment(storage, "ddp", space(args.model, args.epochs, 2, CONFIG["lr"]))
+    with ray_train_default_poll():
+        d2 = experiment(storage, "ddp_default_poll", space(args.model, args.epochs, 2, CONFIG["lr"]))
     e = max((own_loop_bare(args.epochs) for _ in range(3)), key=lambda run: run["epoch_samples_per_s"])
     f = experiment(storage, "own_loop", own_loop_space(args.epochs))
     g = by_hand(storage, args.epochs)
@@ -333,6 +354,15 @@ def main() -> None:
             f"{d['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}",
             f"{d['wall_s'] - d['epochs'] * N_TRAIN / d['loop_samples_per_s']:.2f}",
             f"{d['in_steps_s'] / (cores * d['wall_s']):.0%}",
+            "-",
+        ),
+        (
+            "(d2) (d) at Ray Train's default poll of its workers",
+            d2["loop_samples_per_s"],
+            f"{d2['loop_samples_per_s'] / a['loop_samples_per_s']:.3g}; (d) is "
+            f"{d['loop_samples_per_s'] / d2['loop_samples_per_s']:.3g}x (d2)",
+            f"{d2['wall_s'] - d2['epochs'] * N_TRAIN / d2['loop_samples_per_s']:.2f}",
+            f"{d2['in_steps_s'] / (cores * d2['wall_s']):.0%}",
             "-",
         ),
         ("(e) a user's own loop, bare script (median epoch)", e["epoch_samples_per_s"], "-", "-", "-", "-"),

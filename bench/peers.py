@@ -38,7 +38,7 @@ from tuner import data
 from tuner.execution.experiment import RunOptions, run
 from tuner.lazy import resolve
 from tuner.models import MODELS
-from tuner.spec.space import Space
+from tuner.spec.space import ExperimentSpec
 
 LRS, WIDTHS, BATCH = [3e-4, 3e-3, 3e-2], [32, 64, 128], 64
 
@@ -71,7 +71,7 @@ def train(config: dict[str, Any], epochs: int, report=None) -> float:
 
 
 def with_tuner(storage: str, epochs: int, concurrent: int, smoke: bool = False) -> float:
-    space = Space(
+    space = ExperimentSpec(
         name="peers",
         model="mlp",
         dataset="digits",

@@ -38,10 +38,10 @@ STRATEGIES = [  # (label, search, scheduler, ASHA's (grace period, reduction fac
 ]
 
 
-def make_space(search: str, scheduler: str, epochs: int) -> tuner.Space:
+def make_space(search: str, scheduler: str, epochs: int) -> tuner.ExperimentSpec:
     grid_size = 2 * 6 * 2
     param_space = GRID if search == "grid" else grid_as_choice(GRID)
-    return tuner.Space(  # checks itself, as a space module would be checked
+    return tuner.ExperimentSpec(  # checks itself, as a space module would be checked
         name=f"bench_{search}_{scheduler}",
         model="cnn",
         dataset="digits",

@@ -5,7 +5,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +32,7 @@ _session: pytest.Session | None = None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """tests/e2e/ runs `tuner` as a user does (a process, or main() starting its own Ray): the slow tier."""
+    """tests/e2e/ runs `tuner` as a user does (a process, or main() and run() in this one): the slow tier."""
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.slow)
@@ -56,19 +56,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os._exit(int(_session.exitstatus))
 
 
-@pytest.fixture(scope="session")
-def local_ray():
-    """A real local Ray instance, shared by the in-process tests of one session."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
+def start_shared_ray() -> None:
+    """A local Ray instance shared by a module's in-process tests (`tuner.run` uses a Ray the process has
+    started): started by the first test that needs it, and again after a test that needed its own."""
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
 
 
 @pytest.fixture
-def without_session_ray(capsys):
-    """For an in-process `tuner run` that starts its own Ray (the data load and the smoke step run while
-    it starts): a session instance an earlier module's `local_ray` left connected would make that
-    ray.init fail. Ray's auto-init brings one back for any later test."""
+def local_ray() -> None:
+    start_shared_ray()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_ray_left_running() -> Iterator[None]:
+    """No module leaves a Ray instance up: an idle one slows the next module's `tuner` processes on two
+    cores, and the session ends with os._exit (pytest_unconfigure), which skips Ray's exit handler."""
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def own_ray(capsys) -> None:
+    """For an in-process run that starts its own Ray, as `tuner run` does: the data load and the smoke
+    step run while it starts, and multi-worker trials get the State API that a Ray started by tuner has
+    (tuner/execution/cluster.py, Cluster.state_api). The shared instance stops for it."""
     if ray.is_initialized():
         ray.shutdown()
         capsys.readouterr()  # the log lines Ray flushes as it shuts down are the earlier tests'

@@ -6,9 +6,11 @@ import sys
 
 import pandas as pd
 import pytest
+import ray
 
 import tuner
 from tests.conftest import REPO
+from tuner.execution.cluster import Cluster
 
 
 def test_every_public_name_resolves_and_nothing_else_is_offered():
@@ -38,7 +40,7 @@ def test_a_space_built_in_python_checks_itself(fields, message):
         "dataset": "digits",
     }
     with pytest.raises(tuner.TunerError, match=message):
-        tuner.Space(**{**valid, **fields})
+        tuner.ExperimentSpec(**{**valid, **fields})
 
 
 @pytest.mark.slow
@@ -46,8 +48,10 @@ def test_run_and_load_through_the_public_api(tmp_path):
     """What README's "From Python" shows, in a fresh interpreter (tuner starts its own Ray)."""
     code = (
         "import tuner\n"
-        "space = tuner.Space(name='py', metric='val_acc', mode='max', model='mlp', dataset='digits', epochs=2,\n"
-        "                    param_space={'lr': tuner.load_space('digits_mlp').param_space['lr'], 'batch_size': 64})\n"
+        "space = tuner.ExperimentSpec(\n"
+        "    name='py', metric='val_acc', mode='max', model='mlp', dataset='digits', epochs=2,\n"
+        "    param_space={'lr': tuner.load_space('digits_mlp').param_space['lr'], 'batch_size': 64},\n"
+        ")\n"
         f"outcome = tuner.run(space, tuner.RunOptions(storage_path={str(tmp_path)!r}, name='py', verbose=0))\n"
         "exp = tuner.load(outcome.experiment_path)\n"
         "print(len(exp.trials), exp.best()['status'], exp.meta.space)\n"
@@ -57,3 +61,25 @@ def test_run_and_load_through_the_public_api(tmp_path):
     trials = pd.read_csv(tmp_path / "py" / "trials.csv")
     assert result.stdout.split()[-3:] == [str(len(trials)), tuner.TrialStatus.FINISHED.value, "py"]
     assert (trials["status"] == tuner.TrialStatus.FINISHED).all() and (trials["epochs"] == 2).all()
+
+
+@pytest.mark.slow
+def test_run_in_a_process_that_started_ray_runs_there_and_leaves_it_up(local_ray, tmp_path):
+    """As in a notebook that called ray.init() first: no second instance, and Ray stays up for the next cell."""
+    address = ray.get_runtime_context().gcs_address
+    space = tuner.ExperimentSpec(
+        name="mine",
+        metric="val_acc",
+        mode="max",
+        model="mlp",
+        dataset="digits",
+        epochs=1,
+        param_space={"lr": 0.01, "batch_size": 64},
+    )
+    outcome = tuner.run(space, tuner.RunOptions(storage_path=str(tmp_path), name="mine", verbose=0))
+    assert (outcome.trials["status"] == tuner.TrialStatus.FINISHED).all()
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == address
+
+    with pytest.raises(tuner.TunerError, match="already running in this process, so the address auto cannot apply"):
+        tuner.run(space, tuner.RunOptions(storage_path=str(tmp_path), name="elsewhere", cluster=Cluster("auto")))
+    assert not (tmp_path / "elsewhere").exists()

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Experiment",
+    "ExperimentSpec",
     "Outcome",
     "RunOptions",
     "SCORED",
-    "Space",
     "TrialStatus",
     "TunerError",
     "load",
@@ -38,7 +38,7 @@ __all__ = [
 
 # public name -> (module, attribute)
 _LOCATIONS = {
-    "Space": ("tuner.spec.space", "Space"),
+    "ExperimentSpec": ("tuner.spec.space", "ExperimentSpec"),
     "load_space": ("tuner.spec.space", "load"),
     "RunOptions": ("tuner.execution.experiment", "RunOptions"),
     "Outcome": ("tuner.execution.experiment", "Outcome"),
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from tuner.execution.experiment import Outcome, RunOptions, resume, run
     from tuner.results.analysis import Experiment, load
     from tuner.results.status import SCORED, TrialStatus
-    from tuner.spec.space import Space
+    from tuner.spec.space import ExperimentSpec
     from tuner.spec.space import load as load_space
 
 

@@ -243,7 +243,7 @@ def _space_ref(args: argparse.Namespace) -> str:
     return args.space_ref or args.space_name or DEFAULT_SPACE
 
 
-def _space(args: argparse.Namespace) -> spaces.Space:
+def _space(args: argparse.Namespace) -> spaces.ExperimentSpec:
     return spaces.load(_space_ref(args)).with_overrides(
         fixed=parse_sets(args.sets),
         num_samples=args.num_samples,

@@ -89,7 +89,7 @@ SPACE_FILES = {
         ),
     ],
 )
-def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, without_session_ray, args, message):
+def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, own_ray, args, message):
     """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
     an exception that escaped `main` would fail the test with its traceback."""
     for name, text in SPACE_FILES.items():

@@ -80,7 +80,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_space_code_fails_before_any_trial_with_the_users_traceback(
-    tmp_path, monkeypatch, capsys, without_session_ray, name
+    tmp_path, monkeypatch, capsys, local_ray, name
 ):
     (tmp_path / name).write_text(textwrap.dedent(BROKEN[name]))
     monkeypatch.chdir(tmp_path)

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import ray
 import torch
 
 from tests.conftest import run_killed_when, run_tuner
@@ -18,10 +17,9 @@ from tuner.training.smoke import smoke_test
 pytestmark = pytest.mark.slow
 
 
-def run_here(space: spaces.Space, root: Path, name: str, **options) -> tuple:
-    """experiment.run as `tuner run` calls it; returns the outcome, trials and history."""
-    if ray.is_initialized():  # run() starts its own local instance
-        ray.shutdown()
+def run_here(space: spaces.ExperimentSpec, root: Path, name: str, **options) -> tuple:
+    """experiment.run as `tuner run` calls it, on the Ray the test asked for (`local_ray`, the shared
+    instance, or `own_ray`, one run() starts); returns the outcome, trials and history."""
     outcome = run(space, RunOptions(storage_path=str(root), name=name, verbose=0, **options))
     experiment = Path(outcome.experiment_path)
     return outcome, pd.read_csv(experiment / "trials.csv"), pd.read_parquet(experiment / "history.parquet")
@@ -35,7 +33,7 @@ def run_here(space: spaces.Space, root: Path, name: str, **options) -> tuple:
         ("digits_own_loop", "val_acc", ["val_acc"], lambda best: best > 0.8),
     ],
 )
-def test_shipped_spaces_with_their_own_code_run_end_to_end(tmp_path, name, metric, columns, good):
+def test_shipped_spaces_with_their_own_code_run_end_to_end(local_ray, tmp_path, name, metric, columns, good):
     space = spaces.load(name).with_overrides(epochs=6, num_samples=1)
     outcome, trials, history = run_here(space, tmp_path, name)
     assert (trials["status"] == "finished").all() and (trials["epochs"] == 6).all()
@@ -62,7 +60,7 @@ param_space = {"fragile": tune.grid_search([False, True])}
 """
 
 
-def test_a_trial_whose_code_raises_is_an_error_with_its_traceback_and_the_others_go_on(tmp_path):
+def test_a_trial_whose_code_raises_is_an_error_with_its_traceback_and_the_others_go_on(local_ray, tmp_path):
     (tmp_path / "fragile.py").write_text(textwrap.dedent(FAILING))
     (tmp_path / "fragile_helpers.py").write_text(
         'def breaks():\n    raise ArithmeticError("the fragile config breaks in epoch 2")\n'
@@ -100,7 +98,7 @@ param_space = {"width": 16, "batch_size": 16, "learning_rate": 0.02}
 """
 
 
-def test_a_users_model_trains_with_ddp_and_the_unread_key_is_named(tmp_path):
+def test_a_users_model_trains_with_ddp_and_the_unread_key_is_named(own_ray, tmp_path):
     (tmp_path / "wine_f1.py").write_text(textwrap.dedent(DDP_SPACE))
     space = spaces.load(str(tmp_path / "wine_f1.py"))
     two, two_trials, two_history = run_here(space.with_overrides(workers=2), tmp_path / "results", "two")
@@ -182,7 +180,7 @@ def checkpoint_digests(experiment: Path, trial_id: str, epoch: int, key: str = "
     return digests
 
 
-def test_pbt_on_a_users_loop_loads_the_donors_weights_and_the_mutated_lr_reaches_the_optimizer(tmp_path):
+def test_pbt_on_a_users_loop_loads_the_donors_weights_and_the_mutated_lr_reaches_the_optimizer(local_ray, tmp_path):
     (tmp_path / "pbt_loop.py").write_text(textwrap.dedent(PBT_SPACE))
     outcome, trials, history = run_here(spaces.load(str(tmp_path / "pbt_loop.py")), tmp_path, "pbt")
     experiment = Path(outcome.experiment_path)

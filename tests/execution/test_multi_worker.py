@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
         ("wine_mlp", "pipeline", {"width": 16, "depth": 2}),
     ],
 )
-def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(tmp_path, space, parallel, sets):
+def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(own_ray, tmp_path, space, parallel, sets):
     loaded = spaces.load(space).with_overrides(
         fixed={"lr": 0.01, "batch_size": 32, **sets},
         workers=2,
@@ -88,7 +88,7 @@ def train_loop(config, ctx):
         loaded = {}
 
 metric, mode = "val_acc", "max"
-epochs = 3
+epochs = 2  # one exploit, after epoch 1
 workers = 2
 cpus_per_worker = 0.5  # both trials' workers fit at once on two cores
 scheduler = "pbt"  # synchronous: each epoch pauses both trials, and each restart is a new Train run
@@ -97,7 +97,7 @@ param_space = {"lr": tune.grid_search([1e-5, 0.1])}
 """
 
 
-def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(tmp_path):
+def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(own_ray, tmp_path):
     (tmp_path / "pbt_ddp.py").write_text(textwrap.dedent(PBT_DDP_SPACE))
     outcome, trials, history = run_here(spaces.load(str(tmp_path / "pbt_ddp.py")), tmp_path, "pbt")
     experiment = Path(outcome.experiment_path)
@@ -127,7 +127,7 @@ param_space = {"lr": tune.grid_search([0.02, 1e-6, 2e-6, 3e-6]), "hidden": 32}
 """
 
 
-def test_a_stopped_two_worker_trial_frees_its_workers_for_the_next(tmp_path):
+def test_a_stopped_two_worker_trial_frees_its_workers_for_the_next(own_ray, tmp_path):
     """ray-project/ray#54305: a stopped trial's worker group once kept its resources, and the next
     trial waited forever. Here each trial needs the whole machine, so each start proves the release."""
     (tmp_path / "asha.py").write_text(textwrap.dedent(ASHA_SPACE))

@@ -12,10 +12,9 @@ from html.parser import HTMLParser
 import numpy as np
 import pandas as pd
 import pytest
-import ray
 from matplotlib.figure import Figure
 
-from tests.conftest import TINY_GRID
+from tests.conftest import TINY_GRID, start_shared_ray
 from tuner.errors import TunerError
 from tuner.execution.experiment import RunOptions, run
 from tuner.results import analysis, html_report, visualization
@@ -23,7 +22,7 @@ from tuner.results.importance import importance
 from tuner.spec import space
 
 IMAGE = "data:image/png;base64,"
-# Every test here reads one real experiment that the fixture runs on a local Ray instance.
+# Every test here reads one real experiment that the fixture runs on the suite's local Ray instance.
 pytestmark = pytest.mark.slow
 
 
@@ -32,10 +31,7 @@ def exp(tmp_path_factory) -> analysis.Experiment:
     """4 trials x 2 epochs of an MLP on digits, through experiment.run as `tuner run` calls it."""
     root = tmp_path_factory.mktemp("visualization")
     (root / "tiny_grid.py").write_text(textwrap.dedent(TINY_GRID))
-    # run() starts and stops its own Ray; a session instance an earlier module's `local_ray` left
-    # connected would make its ray.init fail. Ray's auto-init brings one back for any later test.
-    if ray.is_initialized():
-        ray.shutdown()
+    start_shared_ray()
     outcome = run(
         space.load(str(root / "tiny_grid.py")),
         RunOptions(storage_path=str(root / "results"), name="grid", seed=3, verbose=0),

@@ -111,7 +111,21 @@ def _quiet_token_notice(quiet: bool) -> Iterator[None]:
 def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     """Ray, up for the duration of the block, with the dashboard URL printed before the first trial;
     `ray_logs` is the level of the Ray loggers in the processes of a local instance (its raylet starts
-    them with this process's environment; a cluster's own nodes keep their level)."""
+    them with this process's environment; a cluster's own nodes keep their level).
+
+    In a process that has already called ray.init (a notebook, a script, a test session), trials run
+    on that Ray, as they would in Ray Tune, and it stays up afterwards. Its processes keep their own
+    log level; and without its dashboard a Train controller that dies mid-run (not a normal stop) keeps
+    its worker group's resources until that Ray shuts down (see Cluster.state_api)."""
+    if ray.is_initialized():
+        if cluster.address is not None or cluster.dashboard:
+            given = f"the address {cluster.address}" if cluster.address is not None else "a dashboard"
+            raise TunerError(
+                f"Ray is already running in this process, so {given} cannot apply; leave it out to run "
+                "the trials on that Ray, or call ray.shutdown() first"
+            )
+        yield
+        return
     token = None
     if cluster.target != "local":
         check_reachable(cluster.target)

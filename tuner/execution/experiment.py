@@ -30,7 +30,7 @@ from tuner.results import report
 from tuner.search import schedulers, searchers
 from tuner.spec import budgets, hyperparameters
 from tuner.spec import space as spaces
-from tuner.spec.space import Space
+from tuner.spec.space import ExperimentSpec
 from tuner.storage import filesystem as storage
 from tuner.storage import meta as meta_file
 from tuner.storage import saved_state
@@ -71,7 +71,7 @@ class Outcome:
     unread: str | None = None  # the warning naming param_space keys no trial read
 
 
-def _check_resources(space: Space) -> int:
+def _check_resources(space: ExperimentSpec) -> int:
     """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
     cluster = ray.cluster_resources()
     if space.parallel == "dp" and not cluster.get("GPU"):
@@ -110,7 +110,7 @@ def _setup(parts: Parts, data: Splits | None, meta: ExperimentMeta, experiment_p
     )
 
 
-def _parts(space: Space) -> Parts:
+def _parts(space: ExperimentSpec) -> Parts:
     return Parts.of(
         model=space.model,
         dataset=space.dataset,
@@ -155,7 +155,7 @@ def first_config(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
     return spec["config"]
 
 
-def _smoke(space: Space, parts: Parts, data: Splits | None, seed: int, verbose: int) -> None:
+def _smoke(space: ExperimentSpec, parts: Parts, data: Splits | None, seed: int, verbose: int) -> None:
     use_gpu = space.gpus_per_worker > 0 and torch.cuda.is_available()
     config = first_config(space.param_space, seed)
     # One process: ddp and fsdp run unwrapped, pipeline as one stage of all its layers; dp needs a GPU here.
@@ -209,14 +209,14 @@ def _while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:
     return result
 
 
-def _parts_and_data(space: Space) -> tuple[Parts, Splits | None]:
+def _parts_and_data(space: ExperimentSpec) -> tuple[Parts, Splits | None]:
     """The space's parts (importing a shipped dataset's library: scikit-learn takes ~1 s) and the data
     every trial shares (None when each loads its own)."""
     parts = _parts(space)
     return parts, _load_data(parts, space.name)
 
 
-def _prepare(space: Space, options: RunOptions) -> tuple[Parts, Splits | None]:
+def _prepare(space: ExperimentSpec, options: RunOptions) -> tuple[Parts, Splits | None]:
     """_parts_and_data, and the smoke step on them."""
     parts, data = _parts_and_data(space)
     if options.smoke:
@@ -335,7 +335,7 @@ def _describe(part: Any) -> str | None:
     return f"{getattr(part, '__qualname__', type(part).__name__)} (own)"
 
 
-def run(space: Space, options: RunOptions) -> Outcome:
+def run(space: ExperimentSpec, options: RunOptions) -> Outcome:
     name = options.name or storage.default_experiment_name(space.name)
     storage_path = storage.normalize(options.storage_path)
     experiment_path = f"{storage_path.rstrip('/')}/{name}"
@@ -460,7 +460,7 @@ def run(space: Space, options: RunOptions) -> Outcome:
             return Outcome(experiment_path, trials, space.metric, meta.params, unread)
 
 
-def _space_of(meta: ExperimentMeta, experiment_path: str) -> Space:
+def _space_of(meta: ExperimentMeta, experiment_path: str) -> ExperimentSpec:
     """The experiment's space module, loaded again: its code is what the trials run."""
     source = meta.source
     if not Path(source).is_file():

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.execution.cluster_token import refusal_hint, send_token_if_available
-from tuner.spec.space import Space
+from tuner.spec.space import ExperimentSpec
 
 # The job's working directory is a temporary copy, so results go to a path of the cluster's own.
 DEFAULT_STORAGE = "~/tuner_results"
@@ -59,7 +59,7 @@ class Job:
         return shlex.join(argv)
 
 
-def space_argument(ref: str, space: Space, working_dir: str) -> str:
+def space_argument(ref: str, space: ExperimentSpec, working_dir: str) -> str:
     """How the job names the space: by name for shipped spaces, else by its path in the working dir."""
     if not space.source or ref == space.name:
         return ref

@@ -28,6 +28,12 @@ from tuner.training.trial import Parts, run_trial_loop
 # CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
 DRIVER_ONLY_RESOURCES: dict[str, float] = {"CPU": 0, "memory": 64 * 1024**2}
 STAGING_DIR = "train_runs"  # under the experiment: multi-worker trials' Ray Train runs, while they run
+# Ray Train's controller learns of a report only when it next polls its workers, every 2 s by default,
+# and the workers wait after each report until Tune has its checkpoint (checkpoint_bridge.py): at 2 s,
+# every epoch of a multi-worker trial took at least 2 s however short it was (bench/overhead.py, rows
+# (d) and (d2)). A poll is one small remote call per worker. Ray passes the variable from the process
+# that calls fit() to the controller; a value the user set wins.
+POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.1"
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     # checkpoints on their way to Tune, and it is deleted afterwards.
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
     staging = f"{setup.experiment_path.rstrip('/')}/{STAGING_DIR}"
+    os.environ.setdefault(POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S)
     reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
     trainer = ray.train.torch.TorchTrainer(
         train_worker,

@@ -1,2 +1,3 @@
-"""Stage 1, describe: a space module loaded into a `Space` (the whole experiment's spec), checked when it
-is built, with the command line's overrides (`--set`, budgets) applied. Nothing here starts Ray."""
+"""Stage 1, describe: a space module loaded into an `ExperimentSpec` (the whole experiment's spec),
+checked when it is built, with the command line's overrides (`--set`, budgets) applied. Nothing here
+starts Ray."""

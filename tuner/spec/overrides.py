@@ -1,6 +1,6 @@
 """`--set key=value` parsing: values are Python literals (`0.01`, `64`, `'sgd'`) or bare words.
 
-Which keys a space accepts is the space's to say (`Space.with_overrides`).
+Which keys a space accepts is the space's to say (`ExperimentSpec.with_overrides`).
 """
 
 import ast

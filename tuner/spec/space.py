@@ -46,7 +46,7 @@ LOOP_PARTS = ("model", "loss", "metrics", "optimizer")  # what an own train_loop
 
 
 @dataclass(frozen=True)
-class Space:
+class ExperimentSpec:
     """One experiment as a space module declares it, checked (`validate`) whenever it is built."""
 
     name: str
@@ -77,7 +77,7 @@ class Space:
     def __post_init__(self) -> None:
         validate(self)
 
-    def with_overrides(self, fixed: dict[str, Any] | None = None, **fields: Any) -> "Space":
+    def with_overrides(self, fixed: dict[str, Any] | None = None, **fields: Any) -> "ExperimentSpec":
         """A copy with CLI overrides applied; `fixed` (`--set`) pins hyperparameters to one value."""
         for key in fixed or {}:
             if key not in self.param_space and key not in hyperparameters.KNOWN:
@@ -94,7 +94,7 @@ def available() -> list[str]:
     return sorted(p.stem for p in SPACES_DIR.glob("*.py") if not p.stem.startswith("_"))
 
 
-def load(ref: str) -> Space:
+def load(ref: str) -> ExperimentSpec:
     """Load a space by name (`digits_mlp`) or by path (`search_spaces/digits_mlp.py`)."""
     looks_like_path = ref.endswith(".py") or "/" in ref or "\\" in ref
     path = Path(ref) if looks_like_path else SPACES_DIR / f"{ref}.py"
@@ -134,7 +134,7 @@ def _import(path: Path) -> ModuleType:
     return module
 
 
-def from_module(module: ModuleType, name: str, source: str) -> Space:
+def from_module(module: ModuleType, name: str, source: str) -> ExperimentSpec:
     missing = [key for key in REQUIRED if not hasattr(module, key)]
     if not hasattr(module, "train_loop"):
         missing += [key for key in ("model", "dataset") if not hasattr(module, key)]
@@ -143,12 +143,12 @@ def from_module(module: ModuleType, name: str, source: str) -> Space:
         raise TunerError(
             f"space module {source} is missing {', '.join(missing)}{own_loop}; see README 'Writing a space module'"
         )
-    known = {f.name for f in dataclasses.fields(Space)} - {"name", "source"}
+    known = {f.name for f in dataclasses.fields(ExperimentSpec)} - {"name", "source"}
     values = {key: getattr(module, key) for key in known if hasattr(module, key)}
-    return Space(name=name, source=source, **values)
+    return ExperimentSpec(name=name, source=source, **values)
 
 
-def _fail(space: Space, problem: str) -> None:
+def _fail(space: ExperimentSpec, problem: str) -> None:
     raise TunerError(f"space {space.name}: {problem}")
 
 
@@ -164,7 +164,7 @@ def _signature(function: Callable[..., Any]) -> str:
         return repr(function)
 
 
-def _check_callable(space: Space, key: str, value: Any, registry: dict[str, str] | None = None) -> None:
+def _check_callable(space: ExperimentSpec, key: str, value: Any, registry: dict[str, str] | None = None) -> None:
     counts, form = SIGNATURES[key]
     if isinstance(value, str) and registry is not None:
         if value not in registry:
@@ -177,7 +177,7 @@ def _check_callable(space: Space, key: str, value: Any, registry: dict[str, str]
         _fail(space, f"{key} is {_signature(value)}; define it as {form}")
 
 
-def _check_metrics(space: Space) -> None:
+def _check_metrics(space: ExperimentSpec) -> None:
     metrics = space.metrics
     if isinstance(metrics, Mapping):
         for name, value in metrics.items():
@@ -195,7 +195,7 @@ def _check_metrics(space: Space) -> None:
         _check_callable(space, "metrics", metrics)
 
 
-def _check_parts(space: Space) -> None:
+def _check_parts(space: ExperimentSpec) -> None:
     if space.train_loop is not None:
         _check_callable(space, "train_loop", space.train_loop)
         given = [key for key in LOOP_PARTS if getattr(space, key) is not None]
@@ -218,7 +218,7 @@ def _check_parts(space: Space) -> None:
     _check_metrics(space)
 
 
-def validate(space: Space) -> None:
+def validate(space: ExperimentSpec) -> None:
     for key in ("metric", "mode", "search", "scheduler"):
         if not isinstance(getattr(space, key), str):
             _fail(space, f"{key} must be a string, not {getattr(space, key)!r}")
@@ -256,7 +256,7 @@ def validate(space: Space) -> None:
         _fail(space, str(err))
 
 
-def _check_parallel(space: Space) -> None:
+def _check_parallel(space: ExperimentSpec) -> None:
     if space.parallel not in parallel.STRATEGIES:
         _fail(space, f"parallel must be one of {', '.join(parallel.STRATEGIES)}, not {space.parallel!r}")
     if space.parallel == "dp":
@@ -282,7 +282,7 @@ def _check_parallel(space: Space) -> None:
         )
 
 
-def _check_pbt_mutable(space: Space) -> None:
+def _check_pbt_mutable(space: ExperimentSpec) -> None:
     mutable = space.pbt_mutable
     if mutable is None:
         return
@@ -292,7 +292,7 @@ def _check_pbt_mutable(space: Space) -> None:
         _fail(space, f"pbt_mutable names {', '.join(absent)}, which param_space does not search over")
 
 
-def _validate_param_space(space: Space) -> None:
+def _validate_param_space(space: ExperimentSpec) -> None:
     if not isinstance(space.param_space, dict):
         _fail(space, f"param_space must be a dict, not {type(space.param_space).__name__}")
     checked = hyperparameters.checked(
@@ -303,7 +303,7 @@ def _validate_param_space(space: Space) -> None:
     _validate_values(space, space.param_space, checked, prefix="")
 
 
-def _validate_values(space: Space, params: dict[Any, Any], checked: set[str], prefix: str) -> None:
+def _validate_values(space: ExperimentSpec, params: dict[Any, Any], checked: set[str], prefix: str) -> None:
     for key, value in params.items():
         if not isinstance(key, str) or not key:
             _fail(space, f"param_space keys are hyperparameter names; {prefix}{key!r} is not a non-empty string")
