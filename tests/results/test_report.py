@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from tuner.results.report import _history
+from tuner.results.report import _history, rank
 
 
 def _rows(*rows: tuple) -> pd.DataFrame:
@@ -60,3 +60,23 @@ def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
     history = _history(frame, "t1", ["layers", "lr", "net/width"])
     assert history.loc[0, "net/width"] == 8 and history.loc[0, "layers"] == "[64, 64]"  # a list as JSON text
     assert list(history.columns[:5]) == ["trial_id", "epoch", "val_rmse", "val_mae", "train_loss"]
+
+
+def test_ranking_puts_the_best_first_breaks_ties_by_trial_id_and_unscored_trials_last():
+    trials = pd.DataFrame(
+        {
+            "trial_id": ["a_00003", "a_00001", "a_00002", "a_00000", "a_00004"],
+            "best_val_acc": [0.97, 0.97, None, 0.5, 0.97],
+        }
+    )
+    assert rank(trials, "val_acc", "max")["trial_id"].tolist() == [
+        "a_00001",
+        "a_00003",
+        "a_00004",
+        "a_00000",
+        "a_00002",
+    ]
+    by_loss = trials.rename(columns={"best_val_acc": "best_val_loss"})
+    ranked = rank(by_loss, "val_loss", "min")
+    assert ranked["trial_id"].tolist() == ["a_00000", "a_00001", "a_00003", "a_00004", "a_00002"]
+    assert ranked["rank"].tolist() == [1, 2, 3, 4, 5]

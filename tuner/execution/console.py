@@ -136,7 +136,9 @@ class LiveProgress(tune.Callback):
         return analysis[self.mode] if analysis else None
 
     def _best(self, trials: list[Trial]) -> Trial | None:
-        scored = [trial for trial in trials if self._best_of(trial) is not None]
+        # By trial id: max/min keep the first of equal scores, so a tie goes to the lower id, as in the
+        # report's ranking (tuner/results/report.py, rank).
+        scored = sorted((trial for trial in trials if self._best_of(trial) is not None), key=lambda t: t.trial_id)
         if not scored:
             return None
         pick = max if self.mode == "max" else min

@@ -196,10 +196,7 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append(_trial_row(trial, histories[-1], meta, metrics))
     trials = pd.DataFrame(rows)
     if len(trials):
-        trials = trials.sort_values(
-            best_column(meta.metric), ascending=meta.mode == "min", na_position="last", kind="stable"
-        )
-        trials.insert(0, "rank", range(1, len(trials) + 1))
+        trials = rank(trials, meta.metric, meta.mode)
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
     history = (
@@ -236,6 +233,16 @@ def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> N
     storage.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
     storage.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
     storage.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+
+
+def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:
+    """Best score first, trials without one last; a tie goes to the lower trial id (the earlier trial),
+    as in the live view's "best" (tuner/execution/console.py), so the two never name different trials."""
+    ordered = trials.sort_values(
+        [best_column(metric), "trial_id"], ascending=[mode == "min", True], na_position="last", kind="stable"
+    )
+    ordered.insert(0, "rank", range(1, len(ordered) + 1))
+    return ordered
 
 
 def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> pd.DataFrame:
