@@ -22,7 +22,7 @@ from tuner.results.importance import importance
 from tuner.spec import space
 
 IMAGE = "data:image/png;base64,"
-# Every test here reads one real experiment that the fixture runs on the suite's local Ray instance.
+# Every test here reads one real experiment that the fixture runs on the module's shared local Ray.
 pytestmark = pytest.mark.slow
 
 
