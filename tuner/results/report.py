@@ -237,7 +237,7 @@ def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> N
 
 def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:
     """Best score first, trials without one last; a tie goes to the lower trial id (the earlier trial),
-    as in the live view's "best" (tuner/execution/console.py), so the two never name different trials."""
+    as in the live view's "best" (tuner/execution/console.py), so a tie never shows two different bests."""
     ordered = trials.sort_values(
         [best_column(metric), "trial_id"], ascending=[mode == "min", True], na_position="last", kind="stable"
     )
