@@ -26,9 +26,9 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
+from unittest import mock
 
 import pandas as pd
 import psutil
@@ -285,15 +285,10 @@ def experiment(
     }
 
 
-@contextmanager
-def ray_train_default_poll() -> Iterator[None]:
+def ray_train_default_poll() -> AbstractContextManager[Any]:
     """Ray Train's own 2 s poll: a local Ray instance starts its processes with this environment, and
-    tuner's trainable keeps a value the user set."""
-    os.environ[POLL_INTERVAL_VARIABLE] = "2.0"
-    try:
-        yield
-    finally:
-        del os.environ[POLL_INTERVAL_VARIABLE]
+    tuner's trainable keeps a value the user set. Whatever the variable was before comes back after."""
+    return mock.patch.dict(os.environ, {POLL_INTERVAL_VARIABLE: "2.0"})
 
 
 def mib(value: int) -> str:
