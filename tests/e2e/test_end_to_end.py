@@ -223,6 +223,9 @@ def test_two_worker_ddp_trial_on_uri_storage(workdir):
     assert len(trials) == 1 and trials.loc[0, "status"] == "finished"
     assert list(experiment.glob("*/checkpoint_*/checkpoint.pt"))  # rank 0's checkpoints, kept by Tune
     assert not list(experiment.glob("train_runs/*"))  # Ray Train's staging runs are gone
+    # Ray Train's INFO lines (each rank's report and checkpoint, every epoch) stay out of the console.
+    for line in ("Reporting training result", "Checkpoint successfully created"):
+        assert line not in result.stdout + result.stderr
 
 
 def _epochs_recorded(experiment) -> int:

@@ -96,7 +96,7 @@ def _check_resources(space: ExperimentSpec) -> int:
     return int(fits)
 
 
-def _setup(parts: Parts, data: Splits | None, meta: ExperimentMeta, experiment_path: str) -> TrialSetup:
+def _setup(parts: Parts, data: Splits | None, meta: ExperimentMeta, experiment_path: str, verbose: int) -> TrialSetup:
     return TrialSetup(
         parts=parts,
         data=ray.put(data) if data is not None else None,
@@ -107,6 +107,7 @@ def _setup(parts: Parts, data: Splits | None, meta: ExperimentMeta, experiment_p
         gpus_per_worker=meta.gpus_per_worker,
         experiment_path=experiment_path,
         parallel=meta.parallel,
+        ray_logs=RAY_LOG_LEVELS[verbose],
     )
 
 
@@ -422,7 +423,7 @@ def run(space: ExperimentSpec, options: RunOptions) -> Outcome:
             if schedulers.retires_checkpoints(space.scheduler):
                 callbacks.append(RetireCheckpoints())
             tuner = tune.Tuner(
-                trainable(_setup(parts, data, meta, experiment_path)),
+                trainable(_setup(parts, data, meta, experiment_path, options.verbose)),
                 param_space=param_space,
                 tune_config=tune.TuneConfig(
                     metric=space.metric,
@@ -511,7 +512,7 @@ def resume(
                 try:
                     tuner = tune.Tuner.restore(
                         experiment_path,
-                        trainable=trainable(_setup(parts, data, meta, experiment_path)),
+                        trainable=trainable(_setup(parts, data, meta, experiment_path, verbose)),
                         resume_unfinished=True,
                         resume_errored=True,
                     )

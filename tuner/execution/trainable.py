@@ -3,6 +3,7 @@ GPUs), several run it on Ray Train V2 workers (ddp, fsdp, pipeline). This is whe
 each runtime gives `run_trial_loop` a report function and the checkpoint to restore from, in its own
 API. Either way the trial's checkpoints are Tune's (`tuner/execution/checkpoint_bridge.py`)."""
 
+import logging
 import os
 import shutil
 import uuid
@@ -15,6 +16,7 @@ import ray.train
 import ray.train.torch
 import torch
 from ray import tune
+from ray.train.v2._internal.execution import context as train_context
 from ray.tune.trainable.function_trainable import wrap_function
 from ray.util.queue import Queue
 
@@ -49,6 +51,10 @@ class TrialSetup:
     gpus_per_worker: float
     experiment_path: str  # local path or pyarrow-fs URI of the experiment directory
     parallel: str = "ddp"  # tuner.training.parallel.STRATEGIES
+    # Ray Train's own loggers in its controller and workers: they follow Train's LoggingConfig (INFO by
+    # default), not the RAY_LOGGER_LEVEL tuner gives a local instance, and at INFO every rank prints
+    # each report and checkpoint of every epoch into the live view.
+    ray_logs: str = "WARNING"
 
     @property
     def in_process(self) -> bool:
@@ -95,6 +101,10 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     """Runs on each Ray Train worker; Ray Train has set up torch.distributed (gloo, or NCCL on GPUs)."""
     setup: TrialSetup = loop_config["setup"]
     _use_cpus(setup)
+    # Ray 2.60 names this module's logger by its file path, so Train's LoggingConfig (which filters
+    # `ray.train.*`) misses it and every rank prints "Reporting training result ..." each epoch. When a
+    # Ray release names it `ray.train...`, this line can go.
+    logging.getLogger(train_context.__file__).setLevel(setup.ray_logs)
     device = ray.train.torch.get_device()
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
@@ -154,6 +164,7 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
             callbacks=[ForwardToTune(reports)],  # type: ignore[list-item]
             # Safe: the workers wait after each report until Tune has its copy of the checkpoint.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+            logging_config=ray.train.LoggingConfig(log_level=setup.ray_logs),  # type: ignore[call-arg]
         ),
     )
     run = _train_runs[trial_id] = TrainRun(
