@@ -1,5 +1,5 @@
 """`--asha-shapes GRACE:FACTOR ...` for the search benchmarks: ASHA with other grace periods and reduction
-factors beside tuner's default (tuner.search.schedulers.asha_shape), to compare them in one run."""
+factors beside tuner's default (tuner.search.schedulers.ASHA_SHAPE), to compare them in one run."""
 
 import argparse
 import contextlib
@@ -47,10 +47,10 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, tuple[int, int]]]
 def in_place(shape: tuple[int, int] | None) -> Iterator[None]:
     """tuner's own scheduler builder (schedulers.trial_scheduler, as tuner run calls it in the driver)
     with `shape` in place of its default ASHA shape; None leaves the default."""
-    default = schedulers.asha_shape
+    default = schedulers.ASHA_SHAPE
     if shape is not None:
-        schedulers.asha_shape = lambda epochs: shape
+        schedulers.ASHA_SHAPE = shape
     try:
         yield
     finally:
-        schedulers.asha_shape = default
+        schedulers.ASHA_SHAPE = default

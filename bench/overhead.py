@@ -36,11 +36,10 @@ import torch
 import torch.nn.functional as F
 from ray import tune
 
-from tuner import data
-from tuner.execution.experiment import RunOptions, run
-from tuner.execution.trainable import POLL_INTERVAL_VARIABLE
+from tuner import RunOptions, data, run
 from tuner.lazy import resolve
 from tuner.models import MODELS
+from tuner.ray_compat.env import POLL_INTERVAL_VARIABLE
 from tuner.spec.space import ExperimentSpec
 
 CONFIG = {"lr": 0.01, "batch_size": 64, "hidden": 64, "channels": 16}
@@ -99,7 +98,7 @@ def steady(samples_per_epoch: int, epoch_ends: list[float]) -> float:
 
 
 def space(model: str, epochs: int, workers: int, lr: Any) -> ExperimentSpec:
-    return ExperimentSpec(
+    return ExperimentSpec.of(
         name=f"overhead_{model}",
         model=model,
         dataset="digits",
@@ -208,7 +207,7 @@ def by_hand(storage: str, epochs: int) -> dict[str, float]:
 
 def own_loop_space(epochs: int) -> ExperimentSpec:
     """Three trials of the same config one after another: the best of three, as for (e)."""
-    return ExperimentSpec(
+    return ExperimentSpec.of(
         name="overhead_own_loop",
         train_loop=own_train_loop,
         dataset="digits",
@@ -257,9 +256,9 @@ def experiment(
 ) -> dict[str, Any]:
     with PeakRss() as rss:
         started = time.perf_counter()
-        outcome = run(
-            experiment_space, RunOptions(storage_path=storage, name=name, verbose=0, max_concurrent=max_concurrent)
-        )
+        if max_concurrent is not None:
+            experiment_space = experiment_space.with_overrides(max_concurrent=max_concurrent)
+        outcome = run(experiment_space, RunOptions(storage_path=storage, name=name, verbose=0))
         wall = time.perf_counter() - started
     history = pd.read_parquet(f"{outcome.experiment_path}/history.parquet")
     trials = outcome.trials

@@ -32,6 +32,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from tuner.data.splits import Splits
+from tuner.training.context import LoopSetup
 from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
 from tuner.training.trial import Parts, run_trial_loop
 
@@ -90,13 +91,10 @@ def _train(spec: Spec, parallel: str, device: torch.device) -> list[dict[str, An
     run_trial_loop(
         Parts.of(model=lambda config: build_model(spec)),
         {"lr": 1e-3, "batch_size": spec.batch_size},
+        LoopSetup(epochs=spec.epochs, seed=0, device=device, parallel=parallel),
         data=spec.data(),
-        epochs=spec.epochs,
-        seed=0,
-        device=device,
         trial_id="bench",
         report=lambda metrics, _: reports.append(metrics),
-        parallel=parallel,
     )
     return reports
 

@@ -6,7 +6,7 @@ The trials: a 3 x 3 grid of lr x hidden width on the shipped digits MLP, batch 6
 epochs each, --concurrent at a time, one CPU thread each. Four ways, wall time from the first line of
 the user's code to the last (Ray's start and shutdown included where there is Ray):
 
-  tuner          the grid as a space module's fields, through tuner.execution.experiment.run (no console, no
+  tuner          the grid as a space module's fields, through tuner.run (no console, no
                  smoke step)
   tuner + smoke  the same with the smoke step, as `tuner run` does by default
   ray tune       the script a user writes by hand: a function trainable running the same loop,
@@ -34,8 +34,7 @@ import torch
 import torch.nn.functional as F
 from ray import tune
 
-from tuner import data
-from tuner.execution.experiment import RunOptions, run
+from tuner import RunOptions, data, run
 from tuner.lazy import resolve
 from tuner.models import MODELS
 from tuner.spec.space import ExperimentSpec
@@ -71,13 +70,14 @@ def train(config: dict[str, Any], epochs: int, report=None) -> float:
 
 
 def with_tuner(storage: str, epochs: int, concurrent: int, smoke: bool = False) -> float:
-    space = ExperimentSpec(
+    space = ExperimentSpec.of(
         name="peers",
         model="mlp",
         dataset="digits",
         metric="val_acc",
         mode="max",
         epochs=epochs,
+        max_concurrent=concurrent,
         param_space={
             "lr": tune.grid_search(LRS),
             "hidden": tune.grid_search(WIDTHS),
@@ -89,9 +89,7 @@ def with_tuner(storage: str, epochs: int, concurrent: int, smoke: bool = False) 
     started = time.perf_counter()
     run(
         space,
-        RunOptions(
-            storage_path=storage, name=f"tuner-{time.time_ns()}", verbose=0, max_concurrent=concurrent, smoke=smoke
-        ),
+        RunOptions(storage_path=storage, name=f"tuner-{time.time_ns()}", verbose=0, smoke=smoke),
     )
     return time.perf_counter() - started
 

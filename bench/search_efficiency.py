@@ -41,7 +41,7 @@ STRATEGIES = [  # (label, search, scheduler, ASHA's (grace period, reduction fac
 def make_space(search: str, scheduler: str, epochs: int) -> tuner.ExperimentSpec:
     grid_size = 2 * 6 * 2
     param_space = GRID if search == "grid" else grid_as_choice(GRID)
-    return tuner.ExperimentSpec(  # checks itself, as a space module would be checked
+    return tuner.ExperimentSpec.of(  # checks itself, as a space module would be checked
         name=f"bench_{search}_{scheduler}",
         model="cnn",
         dataset="digits",
@@ -72,7 +72,7 @@ def main() -> None:
     strategies = list(STRATEGIES)
     strategies += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     print(
-        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {schedulers.asha_shape(args.epochs)}",
+        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {schedulers.ASHA_SHAPE}",
         flush=True,
     )
 

@@ -61,13 +61,14 @@ def run(
     shape: tuple[int, int] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
-    (grace period, reduction factor) in place of tuner's default (schedulers.asha_shape)."""
+    (grace period, reduction factor) in place of tuner's default (schedulers.ASHA_SHAPE)."""
     # Limited as tuner.execution.experiment.run limits them by default: as many as fit. Under HyperBand this
     # limit counts the trials paused at a rung, so a bracket larger than it never fills and nothing is
     # stopped (576 trial-epochs with the limit, 336 without, one seed); without it, Ray's HyperBand can
     # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at
     # 20 seeds), so tuner keeps the limit and --search auto picks ASHA.
-    algorithm, space = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
+    algorithm = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
+    space = searchers.tuner_space(search, param_space)
     with asha_shapes.in_place(shape):
         trial_scheduler = schedulers.trial_scheduler(scheduler, search, param_space, epochs)
     started = time.perf_counter()
@@ -153,7 +154,7 @@ def main() -> None:
         )
         print(f"{label}: regret {curves[label][0][-1]:.4f}, {len(history)} trial-epochs, {wall:.0f} s", flush=True)
     ranges = {name: tune.uniform(0.0, 1.0) for name in DIMENSIONS}
-    default_shape = schedulers.asha_shape(args.epochs)
+    default_shape = schedulers.ASHA_SHAPE
     print(
         f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor {default_shape[1]}",
         flush=True,

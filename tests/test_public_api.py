@@ -10,7 +10,7 @@ import ray
 
 import tuner
 from tests.conftest import REPO
-from tuner.execution.cluster import Cluster
+from tuner.settings import Cluster
 
 
 def test_every_public_name_resolves_and_nothing_else_is_offered():
@@ -40,7 +40,7 @@ def test_a_space_built_in_python_checks_itself(fields, message):
         "dataset": "digits",
     }
     with pytest.raises(tuner.TunerError, match=message):
-        tuner.ExperimentSpec(**{**valid, **fields})
+        tuner.ExperimentSpec.of(**{**valid, **fields})
 
 
 @pytest.mark.slow
@@ -48,7 +48,7 @@ def test_run_and_load_through_the_public_api(tmp_path):
     """What README's "From Python" shows, in a fresh interpreter (tuner starts its own Ray)."""
     code = (
         "import tuner\n"
-        "space = tuner.ExperimentSpec(\n"
+        "space = tuner.ExperimentSpec.of(\n"
         "    name='py', metric='val_acc', mode='max', model='mlp', dataset='digits', epochs=2,\n"
         "    param_space={'lr': tuner.load_space('digits_mlp').param_space['lr'], 'batch_size': 64},\n"
         ")\n"
@@ -67,7 +67,7 @@ def test_run_and_load_through_the_public_api(tmp_path):
 def test_run_in_a_process_that_started_ray_runs_there_and_leaves_it_up(local_ray, tmp_path):
     """As in a notebook that called ray.init() first: no second instance, and Ray stays up for the next cell."""
     address = ray.get_runtime_context().gcs_address
-    space = tuner.ExperimentSpec(
+    space = tuner.ExperimentSpec.of(
         name="mine",
         metric="val_acc",
         mode="max",

@@ -9,11 +9,13 @@
     exp = tuner.load(outcome.experiment_path)       # the experiment in pandas, with its plots
     exp.best(), exp.trials, exp.history, exp.plot_learning_curves()
 
-The package follows an experiment's path, one folder per stage: `spec/` (the space module, its checks
-and overrides), `search/` (Ray Tune searchers and schedulers), `training/` (one trial's loop, torch
-only), `execution/` (running trials on Ray), `storage/` (keeping results safe around Ray's storage),
-`results/` (reports, plots, importance); `data/` and `models/` are the shipped datasets and models a
-space module names. Names not listed in `__all__` are internal and may move.
+The package follows an experiment's path, one folder per stage, each importing only the stages before
+it: `spec/` (the space module and its checks), `search/` (the search plan: Ray Tune's searchers and
+schedulers), `training/` (one trial's loop, torch only), `storage/` (experiment directories, tuner.json,
+keeping results safe around Ray's storage), `execution/` (running trials on Ray), `results/` (reports,
+plots, importance). `driver.py` runs them in order. Beside the stages: `settings/` (every setting,
+declared once), `ray_compat/` (every workaround of Ray's behaviour), `data/` and `models/` (the shipped
+datasets and models a space module names). Names not listed in `__all__` are internal and may move.
 
 Everything here is imported on first use, not with `import tuner`: the training loop imports tuner's
 modules inside Ray's worker processes and must not pull Ray Tune in with them.
@@ -23,12 +25,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "Budget",
+    "Cluster",
     "Experiment",
     "ExperimentSpec",
+    "Objective",
     "Outcome",
+    "Resources",
     "RunOptions",
     "SCORED",
     "TrialStatus",
+    "Tuning",
     "TunerError",
     "load",
     "load_space",
@@ -40,10 +47,15 @@ __all__ = [
 _LOCATIONS = {
     "ExperimentSpec": ("tuner.spec.space", "ExperimentSpec"),
     "load_space": ("tuner.spec.space", "load"),
-    "RunOptions": ("tuner.execution.experiment", "RunOptions"),
-    "Outcome": ("tuner.execution.experiment", "Outcome"),
-    "run": ("tuner.execution.experiment", "run"),
-    "resume": ("tuner.execution.experiment", "resume"),
+    "RunOptions": ("tuner.settings.run", "RunOptions"),
+    "Cluster": ("tuner.settings.run", "Cluster"),
+    "Objective": ("tuner.settings.experiment", "Objective"),
+    "Budget": ("tuner.settings.experiment", "Budget"),
+    "Resources": ("tuner.settings.experiment", "Resources"),
+    "Tuning": ("tuner.settings.experiment", "Tuning"),
+    "Outcome": ("tuner.driver", "Outcome"),
+    "run": ("tuner.driver", "run"),
+    "resume": ("tuner.driver", "resume"),
     "Experiment": ("tuner.results.analysis", "Experiment"),
     "load": ("tuner.results.analysis", "load"),
     "TrialStatus": ("tuner.results.status", "TrialStatus"),
@@ -52,10 +64,12 @@ _LOCATIONS = {
 }
 
 if TYPE_CHECKING:
+    from tuner.driver import Outcome, resume, run
     from tuner.errors import TunerError
-    from tuner.execution.experiment import Outcome, RunOptions, resume, run
     from tuner.results.analysis import Experiment, load
     from tuner.results.status import SCORED, TrialStatus
+    from tuner.settings.experiment import Budget, Objective, Resources, Tuning
+    from tuner.settings.run import Cluster, RunOptions
     from tuner.spec.space import ExperimentSpec
     from tuner.spec.space import load as load_space
 

@@ -1,31 +1,38 @@
 """`python -m tuner run|resume|report`: every user mistake becomes one line on stderr and exit code 2."""
 
 import argparse
+import dataclasses
+import logging
 import os
-import re
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
-from tuner.execution.cluster import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
-from tuner.execution.tracking import DEFAULT_MLFLOW_STORE
 from tuner.results.columns import best_column
 from tuner.results.status import TrialStatus
-from tuner.spec import space as spaces
-from tuner.spec.hyperparameters import MAX_SEED
+from tuner.settings import GROUPS, Cluster, RunOptions
+from tuner.settings.declaration import Setting, settings_of
+from tuner.settings.kinds import Flag, Whole
+from tuner.settings.run import DEFAULT_STORAGE_PATH
+from tuner.spec import space as space_modules
 from tuner.spec.overrides import parse_sets
-from tuner.storage.filesystem import DEFAULT_STORAGE_PATH, default_experiment_name
+from tuner.storage.filesystem import default_experiment_name
 
 if TYPE_CHECKING:
-    from tuner.execution.experiment import Outcome
+    from tuner.driver import Outcome
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
 TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
+VERBOSE_HELP = "Ray's own full output: a table per trial, every log line"
+QUIET_HELP = "print only the final summary"
+# Run settings that `submit` forwards to `tuner run` on the cluster; its storage path and the cluster
+# address are its own (the cluster's view of them).
+FORWARDED_RUN_SETTINGS = ("seed", "data_dir", "max_failures", "smoke", "mlflow")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,123 +41,82 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {command})\n")
 
 
-def _at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+def _value_of(name: str, declared: Setting) -> Callable[[str], Any]:
+    """argparse's `type` for a declared setting: its kind reads the text, then the same check a space
+    module's value gets, worded for the option ("must be an integer >= 1, not 0")."""
+
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+            value = declared.kind.parse(text)
+            problem = declared.problem(name, value)
+        except (ValueError, TunerError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem.removeprefix(f"{name} "))
         return value
 
     return parse
 
 
-_positive, _count = _at_least(1), _at_least(0)
+def _setting_options(cls: type, only: Iterable[str] | None = None) -> list[tuple[str, str, Setting]]:
+    """(dest, flag, declaration) of each setting of `cls` that has an option of its own."""
+    chosen = set(only) if only is not None else None
+    return [
+        (item.name, flag, declared)
+        for item, declared in settings_of(cls)
+        if (flag := declared.option(item.name)) is not None and (chosen is None or item.name in chosen)
+    ]
 
 
-def _seed(text: str) -> int:
-    seed = _count(text)
-    if seed > MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_SEED} (numpy's seed range), not {seed}")
-    return seed
+def _add_settings(command: argparse.ArgumentParser, cls: type, only: Iterable[str] | None = None) -> None:
+    """Options generated from the declarations; each defaults to None ("not given": the space's value,
+    else the declared default, stays)."""
+    defaults = {item.name: item.default for item in dataclasses.fields(cls)}
+    for dest, flag, declared in _setting_options(cls, only):
+        default = defaults[dest]
+        plain = default is None or default is dataclasses.MISSING or isinstance(declared.kind, Flag)
+        shown = "" if plain else f" (default: {default})"
+        if cls in GROUPS.values() and default is not dataclasses.MISSING:
+            shown = f" (default: the space's, else {'none' if default is None else default})"
+        if "(default" in declared.help:
+            shown = ""  # the help says it
+        options: dict[str, Any] = {"dest": dest, "default": None, "help": declared.help + shown}
+        if isinstance(declared.kind, Flag):
+            options["action"] = "store_true"
+        else:
+            options["type"] = _value_of(dest, declared)
+        options.update(declared.argparse)
+        command.add_argument(flag, **options)
 
 
-def _non_negative_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
-    return value
+def _given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The settings of `cls` the command line gave."""
+    return {dest: getattr(args, dest) for dest, _, _ in _setting_options(cls) if getattr(args, dest, None) is not None}
 
 
-def _experiment_name(text: str) -> str:
-    # The name becomes a directory: no separators or leading dots that would place it elsewhere.
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a plain name; use letters, digits, '.', '_' and '-'")
-    return text
-
-
-def _port(text: str) -> int:
-    port = _positive(text)
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
-    return port
-
-
-# Options of an experiment, shared by `run` and `submit` (which forwards them to `run` on the cluster).
-EXPERIMENT_OPTIONS: list[tuple[str, dict[str, Any]]] = [
-    ("--space", {"dest": "space_name", "help": f"a space name from search_spaces/ (default {DEFAULT_SPACE})"}),
-    ("--num-samples", {"type": _positive}),
-    ("--epochs", {"type": _positive}),
-    ("--workers", {"type": _positive, "help": "Ray Train workers per trial (ddp, fsdp, pipeline)"}),
-    (
-        "--parallel",
-        {
-            "help": "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline (default: "
-            "the space's, else ddp)"
-        },
-    ),
-    ("--cpus-per-worker", {"type": _non_negative_number}),
-    ("--gpus-per-worker", {"type": _non_negative_number}),
-    ("--max-concurrent", {"type": _positive, "help": "trials at once (default: as many as fit)"}),
-    ("--name", {"type": _experiment_name, "help": "experiment name (default: <space>-<timestamp>)"}),
-    ("--seed", {"type": _seed, "default": 0}),
-    ("--data-dir", {"help": "root of local torchvision datasets (or TUNER_DATA_DIR)"}),
-    (
-        "--set",
-        {
-            "dest": "sets",
-            "action": "append",
-            "default": [],
-            "metavar": "KEY=VALUE",
-            "help": "pin a hyperparameter to one value; repeatable",
-        },
-    ),
-    ("--search", {"help": "grid | random | optuna | hyperopt | bohb | auto (default: the space's, else grid)"}),
-    ("--scheduler", {"help": "fifo | asha | hyperband | median | pbt (default: the space's, else fifo)"}),
-    ("--time-budget", {"help": "stop starting and running trials after this long: 90s, 30m, 2h"}),
-    ("--stop", {"help": 'end the experiment once a trial reaches it, e.g. "val_acc>=0.98"'}),
-    (
-        "--max-failures",
-        {
-            "type": _count,
-            "default": 2,
-            "help": "retries of a crashed trial, each from its latest checkpoint (default 2)",
-        },
-    ),
-    (
-        "--mlflow",
-        {
-            "nargs": "?",
-            "const": DEFAULT_MLFLOW_STORE,
-            "metavar": "URI",
-            "help": f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])",
-        },
-    ),
-    ("--verbose", {"action": "store_true", "help": "Ray's own full output: a table per trial, every log line"}),
-    ("--quiet", {"action": "store_true", "help": "print only the final summary"}),
-    (
-        "--no-smoke",
-        {
-            "dest": "no_smoke",
-            "action": "store_true",
-            "help": "skip the smoke step (one batch of the space's code on the first config, run while Ray starts)",
-        },
-    ),
-]
-
-
-SHORT_FLAGS = {"--verbose": "-v", "--quiet": "-q"}
+def _add_output_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    command.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
 
 
 def _add_experiment_arguments(command: argparse.ArgumentParser) -> None:
+    """What `run` and `submit` share: the space, its settings, --set, and the run settings `submit` forwards."""
     command.add_argument("space_ref", nargs="?", metavar="SPACE", help="a space name or a .py path")
-    for flag, options in EXPERIMENT_OPTIONS:
-        command.add_argument(*filter(None, [SHORT_FLAGS.get(flag), flag]), **options)
+    command.add_argument(
+        "--space", dest="space_name", help=f"a space name from search_spaces/ (default {DEFAULT_SPACE})"
+    )
+    for group in GROUPS.values():
+        _add_settings(command, group)
+    command.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pin a hyperparameter to one value; repeatable",
+    )
+    _add_settings(command, RunOptions, only=("name", *FORWARDED_RUN_SETTINGS))
+    _add_output_flags(command)
 
 
 def _verbosity(args: argparse.Namespace) -> int:
@@ -166,12 +132,8 @@ def _parser() -> argparse.ArgumentParser:
 
     run_cmd = commands.add_parser("run", help="run an experiment from a space module")
     _add_experiment_arguments(run_cmd)
-    run_cmd.add_argument("--storage-path", default=DEFAULT_STORAGE_PATH, help="local path or pyarrow-fs URI")
-    run_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
-    run_cmd.add_argument(
-        "--dashboard", action="store_true", help=f"start the local Ray instance with its dashboard on {LOOPBACK}"
-    )
-    run_cmd.add_argument("--dashboard-port", type=_port, default=DEFAULT_DASHBOARD_PORT)
+    _add_settings(run_cmd, RunOptions, only=("storage_path",))
+    _add_settings(run_cmd, Cluster)
 
     submit_cmd = commands.add_parser("submit", help="submit an experiment to a Ray cluster as a Ray Job")
     _add_experiment_arguments(submit_cmd)
@@ -193,10 +155,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
     )
-    resume_cmd.add_argument("--data-dir", help="dataset root, if it moved since the run")
-    resume_cmd.add_argument("--address", help="an existing Ray cluster (auto, host:port, ray://...)")
-    resume_cmd.add_argument("-v", "--verbose", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--verbose"]["help"])
-    resume_cmd.add_argument("-q", "--quiet", action="store_true", help=dict(EXPERIMENT_OPTIONS)["--quiet"]["help"])
+    _add_settings(resume_cmd, RunOptions, only=("data_dir",))
+    _add_settings(resume_cmd, Cluster, only=("address",))
+    _add_output_flags(resume_cmd)
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
     report_cmd.add_argument(
@@ -205,7 +166,9 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
     )
     report_cmd.add_argument(
-        "--top", type=_positive, help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)"
+        "--top",
+        type=_value_of("top", Setting(Whole(1), "")),
+        help=f"only the best N trials (default {DEFAULT_TOP} for md, all otherwise)",
     )
     report_cmd.add_argument(
         "--format", choices=TABLE_FORMATS, default="md", help="the table on stdout: md, csv or json"
@@ -233,7 +196,7 @@ def _experiment(args: argparse.Namespace) -> str:
     from tuner.results import experiments
 
     path = experiments.newest(DEFAULT_STORAGE_PATH)
-    print(f"tuner: the newest experiment: {path}", file=sys.stderr)
+    print(f"tuner: the newest experiment: {path}", file=sys.stderr)  # the command's own answer
     return path
 
 
@@ -243,56 +206,39 @@ def _space_ref(args: argparse.Namespace) -> str:
     return args.space_ref or args.space_name or DEFAULT_SPACE
 
 
-def _space(args: argparse.Namespace) -> spaces.ExperimentSpec:
-    return spaces.load(_space_ref(args)).with_overrides(
-        fixed=parse_sets(args.sets),
-        num_samples=args.num_samples,
-        epochs=args.epochs,
-        workers=args.workers,
-        parallel=args.parallel,
-        cpus_per_worker=args.cpus_per_worker,
-        gpus_per_worker=args.gpus_per_worker,
-        search=args.search,
-        scheduler=args.scheduler,
-        time_budget=args.time_budget,
-        stop=args.stop,
-    )
+def _space(args: argparse.Namespace) -> space_modules.ExperimentSpec:
+    settings = {key: value for group in GROUPS.values() for key, value in _given(args, group).items()}
+    return space_modules.load(_space_ref(args)).with_overrides(fixed=parse_sets(args.sets), **settings)
 
 
 def _run(args: argparse.Namespace) -> int:
     space = _space(args)
-    if args.dashboard and args.address:
+    cluster = Cluster(**_given(args, Cluster))
+    if cluster.dashboard and cluster.address:
         raise TunerError("--dashboard starts a local instance's dashboard; a cluster given with --address has its own")
-    from tuner.execution.experiment import RunOptions, run  # torch and Ray's runtime load once the input is checked
+    options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=cluster)
+    from tuner.driver import run  # torch and Ray's runtime load once the input is checked
 
-    cluster = Cluster(address=args.address, dashboard=args.dashboard, dashboard_port=args.dashboard_port)
-    options = RunOptions(
-        storage_path=args.storage_path,
-        name=args.name,
-        seed=args.seed,
-        data_dir=args.data_dir,
-        max_concurrent=args.max_concurrent,
-        cluster=cluster,
-        max_failures=args.max_failures,
-        smoke=not args.no_smoke,
-        verbose=_verbosity(args),
-        mlflow=args.mlflow,
-    )
     return _summarize(run(space, options))
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
-    """The experiment options the user gave, as `tuner run` arguments for the job on the cluster."""
+    """The settings the user gave, as `tuner run` arguments for the job on the cluster (the space and the
+    name are passed explicitly)."""
     argv: list[str] = []
-    for flag, options in EXPERIMENT_OPTIONS:
-        value = getattr(args, options.get("dest", flag.lstrip("-").replace("-", "_")))
-        if flag in ("--space", "--name") or value is None or value is False:
-            continue  # the space and the name are passed explicitly; a flag not given stays off
-        if value is True:
-            argv.append(flag)
+    declared = [option for group in GROUPS.values() for option in _setting_options(group)]
+    declared += _setting_options(RunOptions, only=FORWARDED_RUN_SETTINGS)
+    for dest, flag, setting in declared:
+        value = getattr(args, dest)
+        if value is None:
             continue
-        for item in value if isinstance(value, list) else [value]:
-            argv += [flag, str(item)]
+        if isinstance(setting.kind, Flag):
+            argv.append(flag)
+        else:
+            argv += [flag, ",".join(value) if isinstance(value, (list, tuple)) else str(value)]
+    for item in args.sets:
+        argv += ["--set", item]
+    argv += [flag for flag in ("--verbose", "--quiet") if getattr(args, flag.lstrip("-"))]
     return argv
 
 
@@ -302,6 +248,9 @@ def _submit(args: argparse.Namespace) -> int:
             "give the cluster's dashboard address: --address http://<head node>:8265 (or set RAY_API_SERVER_ADDRESS)"
         )
     space = _space(args)  # bad input fails here, before anything reaches the cluster
+    from tuner.search.plan import plan  # the search and scheduler must fit the space: said here, not in the job
+
+    plan(space, RunOptions(**_given(args, RunOptions)).seed)
     job = submission.Job(
         address=args.address,
         space_ref=submission.space_argument(_space_ref(args), space, os.getcwd()),
@@ -313,13 +262,10 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from tuner.execution.experiment import resume
+    from tuner.driver import resume
 
-    return _summarize(
-        resume(
-            _experiment(args), cluster=Cluster(address=args.address), data_dir=args.data_dir, verbose=_verbosity(args)
-        )
-    )
+    options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
+    return _summarize(resume(_experiment(args), options))
 
 
 def _summarize(outcome: "Outcome") -> int:
@@ -382,7 +328,7 @@ def _report(args: argparse.Namespace) -> int:
 
         print(f"html report: {html_report.write(experiment, trials, history, meta)}", file=sys.stderr)
     table = report.ranked(
-        trials, meta.metric, meta.params, top=args.top or (DEFAULT_TOP if args.format == "md" else None)
+        trials, meta.objective.metric, meta.params, top=args.top or (DEFAULT_TOP if args.format == "md" else None)
     )
     if args.format == "csv":
         print(table.to_csv(index=False), end="")
@@ -391,7 +337,8 @@ def _report(args: argparse.Namespace) -> int:
     else:
         running = (trials["status"] == TrialStatus.INCOMPLETE).sum() if len(trials) else 0
         live = f" ({running} still running or interrupted)" if running else ""
-        print(f"# {meta.space}: {len(trials)} trials{live}, ranked by best {meta.metric} ({meta.mode})\n")
+        objective = meta.objective
+        print(f"# {meta.space}: {len(trials)} trials{live}, ranked by best {objective.metric} ({objective.mode})\n")
         print(table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 
@@ -409,11 +356,34 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Console(logging.Handler):
+    """tuner's log records as the command line shows them: notices on stdout as they are, warnings on
+    stderr as `tuner: warning: ...`."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = self.format(record)
+        if record.levelno >= logging.WARNING:
+            print(f"tuner: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            print(message, flush=True)
+
+
+def _log_to_console(quiet: bool) -> None:
+    """The library logs; the command line shows it (only warnings with -q)."""
+    logger = logging.getLogger("tuner")
+    for handler in [h for h in logger.handlers if isinstance(h, _Console)]:
+        logger.removeHandler(handler)  # main() called again in the same process (tests)
+    logger.addHandler(_Console())
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    _log_to_console(quiet=getattr(args, "quiet", False))
     try:
         return {"run": _run, "submit": _submit, "resume": _resume, "report": _report, "list": _list}[args.command](args)
     except TunerError as err:

@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
+from tuner.ray_compat import PICKLED_BY_PATH
 from tuner.results import analysis
 
 pytestmark = pytest.mark.slow
@@ -43,6 +44,19 @@ def test_trials_match_the_grid(grid_run):
     assert trials["best_val_acc"].iloc[0] > 0.8  # chance is 0.1; two epochs of the best config beat it easily
     parquet = pd.read_parquet(experiment / "trials.parquet")
     pd.testing.assert_frame_equal(parquet[["trial_id", "best_val_acc"]], trials[["trial_id", "best_val_acc"]])
+
+
+def test_rays_saved_state_names_only_tuners_stable_module_paths(grid_run):
+    """Ray pickles some of tuner's classes into the experiment by module path; `tuner resume` and
+    `tuner report` import those paths again, so they are the stable ones (tuner.ray_compat)."""
+    _, experiment = grid_run
+    named = set()
+    for path in experiment.iterdir():
+        if path.is_file():
+            data = path.read_bytes()
+            blobs = [data, *(bytes.fromhex(h.decode()) for h in re.findall(rb"(?:[0-9a-f]{2}){100,}", data))]
+            named |= {m.decode() for blob in blobs for m in re.findall(rb"tuner\.[A-Za-z_.]+", blob)}
+    assert named and named <= set(PICKLED_BY_PATH), named - set(PICKLED_BY_PATH)
 
 
 def test_history_has_one_row_per_trial_per_epoch(grid_run):

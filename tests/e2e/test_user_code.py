@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from tests.conftest import run_killed_when, run_tuner
-from tuner.execution.experiment import RunOptions, _parts, run
+from tuner import RunOptions, run
+from tuner.execution.preparation import parts_of
 from tuner.results.report import RUN_COLUMNS, metric_names
 from tuner.spec import space as spaces
 from tuner.storage import meta as meta_file
+from tuner.training.context import LoopSetup
 from tuner.training.smoke import smoke_test
 
 pytestmark = pytest.mark.slow
@@ -105,14 +107,12 @@ def test_a_users_model_trains_with_ddp_and_the_unread_key_is_named(own_ray, tmp_
     assert two_history["world_size"].tolist() == [2, 2, 2]
     assert two_history["val_f1"].between(0.5, 1.0).all()
     # The same metrics as the loop reports in one process (the smoke step's first report, run again here).
-    parts = _parts(space)
+    parts = parts_of(space)
     first = smoke_test(
         parts,
         {"width": 16, "batch_size": 16, "learning_rate": 0.02},
+        LoopSetup(epochs=1, seed=0, device=torch.device("cpu"), parallel="ddp"),
         data=parts.load_data(),
-        epochs=1,
-        seed=0,
-        device=torch.device("cpu"),
         space="wine_f1",
     ).metrics
     two_metrics = [c for c in two_history.columns if c not in {"trial_id", "epoch", *RUN_COLUMNS, *two.params}]

@@ -31,7 +31,8 @@ def test_a_restore_after_a_pause_drops_nothing():
 
 
 def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
-    from tuner.results.report import flat_config, metric_names
+    from tuner.results.report import metric_names
+    from tuner.spec.param_space import flatten
 
     frame = pd.DataFrame(
         [
@@ -51,7 +52,7 @@ def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
         ]
     )
     assert metric_names([frame]) == ["val_rmse", "val_mae", "train_loss"]
-    assert flat_config({"lr": 0.1, "net": {"width": 8, "act": "relu"}, "layers": [64, 64]}) == {
+    assert flatten({"lr": 0.1, "net": {"width": 8, "act": "relu"}, "layers": [64, 64]}) == {
         "lr": 0.1,
         "net/width": 8,
         "net/act": "relu",

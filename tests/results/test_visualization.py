@@ -15,8 +15,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from tests.conftest import TINY_GRID, start_shared_ray
+from tuner import RunOptions, run
 from tuner.errors import TunerError
-from tuner.execution.experiment import RunOptions, run
 from tuner.results import analysis, html_report, visualization
 from tuner.results.importance import importance
 from tuner.spec import space
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def exp(tmp_path_factory) -> analysis.Experiment:
-    """4 trials x 2 epochs of an MLP on digits, through experiment.run as `tuner run` calls it."""
+    """4 trials x 2 epochs of an MLP on digits, through tuner.run as `tuner run` calls it."""
     root = tmp_path_factory.mktemp("visualization")
     (root / "tiny_grid.py").write_text(textwrap.dedent(TINY_GRID))
     start_shared_ray()

@@ -5,8 +5,9 @@ from ray import tune
 from ray.tune.search.sample import Categorical
 
 from tuner.errors import TunerError
+from tuner.execution.stopper import MetricThreshold
 from tuner.search import schedulers, searchers
-from tuner.spec.budgets import parse_duration, parse_stop
+from tuner.settings.budgets import parse_duration, parse_stop
 
 SPACE = {
     "lr": tune.loguniform(1e-4, 1e-1),
@@ -18,16 +19,17 @@ SPACE = {
 
 def test_grid_axes_become_choices_for_random_search():
     space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": 8}
-    _, converted = searchers.search_algorithm("random", space, num_samples=4, seed=0)
+    converted = searchers.tuner_space("random", space)
     assert isinstance(converted["lr"], Categorical) and converted["lr"].categories == [0.1, 0.01]
     assert converted["hidden"] == 8
-    assert searchers.search_algorithm("grid", space, num_samples=4, seed=0)[1] == space
+    assert searchers.tuner_space("grid", space) == space
 
 
 @pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
 def test_model_based_searchers_sample_grid_axes_as_choices(search):
     space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": tune.grid_search([8, 16]), "batch_size": 32}
-    algorithm, converted = searchers.search_algorithm(search, space, num_samples=6, seed=0)
+    algorithm = searchers.search_algorithm(search, space, num_samples=6, seed=0)
+    converted = searchers.tuner_space(search, space)
     assert converted["lr"].categories == [0.1, 0.01] and converted["hidden"].categories == [8, 16]
     algorithm.set_search_properties("val_acc", "max", converted)
     configs = [algorithm.suggest(f"trial_{i}") for i in range(6)]
@@ -57,8 +59,8 @@ def test_unknown_names():
 
 
 def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
-    algorithm, space = searchers.search_algorithm(search, SPACE, num_samples=n, seed=seed)
-    algorithm.set_search_properties("val_acc", "max", space)
+    algorithm = searchers.search_algorithm(search, SPACE, num_samples=n, seed=seed)
+    algorithm.set_search_properties("val_acc", "max", searchers.tuner_space(search, SPACE))
     return [algorithm.suggest(f"trial_{i}") for i in range(n)]
 
 
@@ -72,7 +74,8 @@ def test_same_seed_same_configs(search):
 
 def _variants(search: str, seed: int) -> list[dict]:
     space = {**SPACE, "batch_size": tune.grid_search([16, 32])}
-    generator, param_space = searchers.search_algorithm(search, space, num_samples=3, seed=seed)
+    generator = searchers.search_algorithm(search, space, num_samples=3, seed=seed)
+    param_space = searchers.tuner_space(search, space)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": 3}})
     configs = []
     while (trial := generator.next_trial()) is not None:
@@ -132,10 +135,10 @@ def test_bad_durations(text):
 
 
 def test_stop_conditions():
-    stop = parse_stop("val_acc>=0.98")
+    stop = MetricThreshold(parse_stop("val_acc>=0.98"))
     assert not stop("t1", {"val_acc": 0.5}) and not stop.stop_all()
     assert stop("t1", {"val_acc": 0.99}) and stop.stop_all()
-    assert parse_stop(" val_loss < 0.1 ")("t", {"val_loss": 0.05})
+    assert MetricThreshold(parse_stop(" val_loss < 0.1 "))("t", {"val_loss": 0.05})
     assert parse_stop("val_f1>=0.9").metric == "val_f1"  # any name; whether it is reported, the smoke step says
     for bad, message in (("val_acc=0.9", "not METRIC OP NUMBER"), ("val_acc>=high", "not METRIC OP NUMBER")):
         with pytest.raises(TunerError, match=message):
@@ -145,13 +148,14 @@ def test_stop_conditions():
 @pytest.mark.parametrize("search", ["grid", "random", "optuna", "hyperopt", "bohb"])
 def test_every_searcher_carries_the_concurrency_limit(search):
     space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
-    algorithm, _ = searchers.search_algorithm(search, space, num_samples=4, seed=0, max_concurrent=2)
+    algorithm = searchers.search_algorithm(search, space, num_samples=4, seed=0, max_concurrent=2)
     assert algorithm.max_concurrent == 2
 
 
 def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:
     """The configs Ray's generator hands out for `search`, as Tune would ask for them."""
-    generator, param_space = searchers.search_algorithm(search, space, num_samples=num_samples, seed=seed)
+    generator = searchers.search_algorithm(search, space, num_samples=num_samples, seed=seed)
+    param_space = searchers.tuner_space(search, space)
     count = searchers.trials(search, space, num_samples)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": count}})
     configs = []

@@ -13,8 +13,9 @@ from ray import tune
 
 from tuner import cli
 from tuner.errors import TunerError
-from tuner.execution import experiment
-from tuner.search import searchers
+from tuner.ray_compat.private import first_variant
+from tuner.search.plan import plan
+from tuner.settings import GROUPS, RunOptions
 from tuner.spec import space as spaces
 from tuner.spec.hyperparameters import KNOWN, problem
 from tuner.spec.overrides import parse_set
@@ -79,7 +80,7 @@ def test_space_validator_accepts_or_explains(fields):
         assert str(err).strip() and "\n" not in str(err)
         return
     # Whatever was accepted is something a run can use.
-    assert isinstance(space.epochs, int) and space.epochs >= 1 and isinstance(space.param_space, dict)
+    assert isinstance(space.budget.epochs, int) and space.budget.epochs >= 1 and isinstance(space.param_space, dict)
     assert all(isinstance(key, str) and key for key in space.param_space)
     # The shipped model and tuner's loop read these names: every fixed value they may get passed its rule.
     for key, value in space.param_space.items():
@@ -216,11 +217,10 @@ CLI_VALUES = st.one_of(
 )
 VALUED_FLAGS = [
     flag
-    for flag, options in cli.EXPERIMENT_OPTIONS
-    if options.get("action") not in ("store_true", "append")
-    and options.get("nargs") != "?"
-    and flag not in ("--space", "--data-dir")
-]  # a space name or a directory: other tests
+    for cls in [*GROUPS.values(), RunOptions]
+    for dest, flag, declared in cli._setting_options(cls)
+    if not declared.argparse and dest not in ("data_dir", "storage_path", "name")
+]  # a directory, a path or a name: other tests
 WHOLE_FLAGS = {
     "--num-samples": 1,
     "--epochs": 1,
@@ -246,12 +246,11 @@ def test_every_run_option_works_or_is_one_line(flag, text):
     if flag in WHOLE_FLAGS:  # accepted: a whole number in its range, as written
         value = getattr(args, flag[2:].replace("-", "_"))
         assert type(value) is int and value >= WHOLE_FLAGS[flag] and int(text) == value
-    if flag == "--seed":
-        assert args.seed <= 2**32 - 1
+    seed = RunOptions(**cli._given(args, RunOptions)).seed
+    assert 0 <= seed <= 2**32 - 1
     try:
         space = cli._space(args)
-        experiment.first_config(space.param_space, args.seed)
-        search = "random" if space.search == "auto" else space.search
-        searchers.search_algorithm(search, space.param_space, space.num_samples, args.seed, max_concurrent=2)
+        first_variant(space.param_space, seed)
+        plan(space, seed).search_algorithm(max_concurrent=2)
     except TunerError as err:
         assert str(err).strip() and "\n" not in str(err)

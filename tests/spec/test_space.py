@@ -6,6 +6,7 @@ from ray import tune
 from tuner.errors import TunerError
 from tuner.spec import space as spaces
 from tuner.spec.overrides import parse_set, parse_sets
+from tuner.spec.param_space import flat_keys
 
 VALID = """
 from ray import tune
@@ -37,7 +38,13 @@ def test_shipped_spaces_include_the_issue_list():
 
 def test_load_by_path_uses_defaults(tmp_path):
     space = spaces.load(write(tmp_path, VALID))
-    assert (space.name, space.model, space.epochs, space.num_samples, space.workers) == ("my_space", "mlp", 5, 1, 1)
+    assert (space.name, space.model, space.budget.epochs, space.budget.num_samples, space.resources.workers) == (
+        "my_space",
+        "mlp",
+        5,
+        1,
+        1,
+    )
     assert space.param_space["lr"] == tune.grid_search([0.001, 0.01])
 
 
@@ -68,7 +75,7 @@ def test_missing_path():
         ("loss = 3", "loss must be a function loss\\(outputs, targets\\), not 3"),
         ("metrics = {'val_f1': 'f1'}", "metrics\\['val_f1'\\] must be a torchmetrics Metric or a function"),
         ("def train_loop(config, ctx): pass", "a train_loop trains its own model, so model would be ignored"),
-        ('metric = ""', "metric must name a reported metric"),
+        ('metric = ""', "metric must be a non-empty name, such as 'val_loss'"),
         ("max_concurrent = True", "max_concurrent must be an integer >= 1, not True"),
         ("cpus_per_worker = True", "cpus_per_worker must be a number > 0, not True"),
         ('pbt_mutable = ["lr", "ema_decay"]', "pbt_mutable names ema_decay, which param_space does not search over"),
@@ -118,7 +125,7 @@ def test_any_hyperparameter_name_and_nested_groups_are_accepted(tmp_path):
             ),
         )
     )
-    assert spaces.flat_keys(space.param_space) == ["learning_rate", "lr", "net/act", "net/width"]
+    assert flat_keys(space.param_space) == ["learning_rate", "lr", "net/act", "net/width"]
     # A name a shipped part reads keeps its check (an own model reads it as it likes, below).
     with pytest.raises(TunerError, match="dropout must be a number in \\[0, 1\\], not 5"):
         spaces.load(write(tmp_path, VALID.replace('"hidden": tune.choice([16, 32])', '"dropout": 5'), name="x"))
@@ -149,7 +156,7 @@ def test_syntax_and_import_errors(tmp_path):
 def test_overrides_are_validated(tmp_path):
     space = spaces.load(write(tmp_path, VALID))
     changed = space.with_overrides(fixed={"lr": 0.5}, epochs=3, workers=2)
-    assert changed.param_space["lr"] == 0.5 and changed.epochs == 3 and changed.workers == 2
+    assert changed.param_space["lr"] == 0.5 and changed.budget.epochs == 3 and changed.resources.workers == 2
     assert space.param_space["lr"] != 0.5  # the loaded space is left as it was
     with pytest.raises(TunerError, match="optimizer must be one of adam, adamw, sgd, not 'rmsprop'"):
         space.with_overrides(fixed={"optimizer": "rmsprop"})

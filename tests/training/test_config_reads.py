@@ -5,6 +5,7 @@ import torch
 
 from tuner.spec.hyperparameters import KNOWN
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig, reads_of, unread_warning
+from tuner.training.context import LoopSetup
 from tuner.training.smoke import smoke_test
 from tuner.training.trial import Parts
 
@@ -55,6 +56,12 @@ def test_the_warning_names_unread_keys_with_what_they_were_probably_meant_to_be(
 )
 def test_a_hyperparameter_the_shipped_parts_ignore_is_named_after_a_real_step(model, config, ignored):
     parts = Parts.of(model=model, dataset="digits", loss=None, metrics=None, optimizer=None, train_loop=None)
-    result = smoke_test(parts, config, data=None, epochs=1, seed=0, device=torch.device("cpu"), space="ignored")
+    result = smoke_test(
+        parts,
+        config,
+        LoopSetup(epochs=1, seed=0, device=torch.device("cpu"), parallel="ddp"),
+        data=None,
+        space="ignored",
+    )
     warning = unread_warning(sorted(config), reads_of([result.metrics[RESULT_KEY]]), known=KNOWN)
     assert warning is not None and warning.endswith(ignored)

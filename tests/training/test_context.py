@@ -17,7 +17,7 @@ from torch.utils.data import TensorDataset
 from tests.conftest import REPO, free_port
 from tuner.data.splits import Splits
 from tuner.training.config_reads import ReadTrackingConfig
-from tuner.training.context import TrialContext, load_checkpoint
+from tuner.training.context import LoopSetup, TrialContext, load_checkpoint
 from tuner.training.losses import default_loss
 from tuner.training.metrics import Evaluation
 
@@ -37,14 +37,11 @@ def context(reports=None, restored=None, seed=0, max_batches=None, data=None) ->
 
     return TrialContext(
         config=ReadTrackingConfig({"lr": 0.1}),
-        epochs=3,
-        seed=seed,
-        device=CPU,
+        setup=LoopSetup(epochs=3, seed=seed, device=CPU, parallel="ddp", max_batches=max_batches),
         data=data or splits(),
         trial_id="t1",
         report=report,
         restored=restored,
-        max_batches=max_batches,
     )
 
 

@@ -18,9 +18,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 
 from tuner.data.splits import Splits
-from tuner.training.context import CHECKPOINT_FILE, load_checkpoint
-from tuner.training.parallel.ddp import DistributedDataParallel
-from tuner.training.parallel.fsdp import FullyShardedDataParallel
+from tuner.training.context import CHECKPOINT_FILE, LoopSetup, load_checkpoint
+from tuner.training.parallel.ddp import DDPStrategy
+from tuner.training.parallel.fsdp import FSDPStrategy
 from tuner.training.parallel.pipeline import PipelineStages, split
 from tuner.training.trial import Parts, run_trial_loop
 
@@ -58,14 +58,11 @@ def trial(epochs: int = 3, restored=None, parallel: str = "ddp") -> list[tuple[d
     run_trial_loop(
         Parts.of(model=model),
         CONFIG,
+        LoopSetup(epochs=epochs, seed=0, device=torch.device("cuda"), parallel=parallel),
         data=data(),
-        epochs=epochs,
-        seed=0,
-        device=torch.device("cuda"),
         trial_id="gpu",
         report=report,
         restored=restored,
-        parallel=parallel,
     )
     return reports
 
@@ -103,7 +100,7 @@ def _nccl_rank(rank: int, port: int, results) -> None:
     try:
         device = torch.device("cuda", 0)
         x, y = data().train[0][:64].to(device), data().train[1][:64].to(device)
-        for name, strategy in (("ddp", DistributedDataParallel), ("fsdp", FullyShardedDataParallel)):
+        for name, strategy in (("ddp", DDPStrategy), ("fsdp", FSDPStrategy)):
             torch.manual_seed(0)
             chosen = strategy(rank=0, world_size=1, device=device)
             net = chosen.prepare(model({}))

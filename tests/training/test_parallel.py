@@ -22,7 +22,7 @@ from tests.conftest import free_port
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
 from tuner.models import small_image_resnet18
-from tuner.training.context import load_checkpoint
+from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
 from tuner.training.trial import Parts, run_trial_loop
 
@@ -54,14 +54,11 @@ def trial(parallel: str, restored=None) -> list[tuple[dict, dict | None]]:
     run_trial_loop(
         Parts.of(model=model),
         CONFIG,
+        LoopSetup(epochs=EPOCHS, seed=3, device=CPU, parallel=parallel),
         data=data(),
-        epochs=EPOCHS,
-        seed=3,
-        device=CPU,
         trial_id="t",
         report=report,
         restored=restored,
-        parallel=parallel,
     )
     return reports
 

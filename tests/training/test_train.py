@@ -9,7 +9,7 @@ from torch import nn
 
 from tuner import data
 from tuner.models import resnet18
-from tuner.training.context import load_checkpoint
+from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.trial import Parts, run_trial_loop
 
 CPU = torch.device("cpu")
@@ -37,10 +37,8 @@ def train(config, digits, recorder, model="mlp", epochs=4, seed=0, restored=None
     run_trial_loop(
         Parts.of(model=model, dataset="digits", **parts),
         config,
+        LoopSetup(epochs=epochs, seed=seed, device=CPU, parallel="ddp"),
         data=digits,
-        epochs=epochs,
-        seed=seed,
-        device=CPU,
         trial_id=trial_id,
         report=recorder,
         restored=restored,
@@ -153,10 +151,8 @@ def test_own_model_loss_metrics_and_optimizer_are_used(tmp_path):
             metrics={"val_mse": MeanSquaredError(), "val_mae": lambda o, t: (o - t).abs().mean()},
         ),
         {"step": 0.05, "batch_size": 20},
+        LoopSetup(epochs=3, seed=0, device=CPU, parallel="ddp"),
         data=splits,
-        epochs=3,
-        seed=0,
-        device=CPU,
         trial_id="t",
         report=recorder,
     )
@@ -187,10 +183,8 @@ def test_default_loss_handles_binary_and_multi_output_targets(tmp_path):
         run_trial_loop(
             Parts.of(model=(lambda net: lambda config: net)(net), dataset=(lambda splits: lambda: splits)(splits)),  # noqa: B023 (bound by the call)
             {"lr": 0.05, "batch_size": 50},
+            LoopSetup(epochs=4, seed=0, device=CPU, parallel="ddp"),
             data=splits,
-            epochs=4,
-            seed=0,
-            device=CPU,
             trial_id="t",
             report=recorder,
         )
@@ -206,10 +200,8 @@ def test_a_shape_mismatch_in_the_default_loss_names_both_shapes():
         run_trial_loop(
             Parts.of(model=lambda config: nn.Linear(3, 3), dataset=lambda: splits),
             {"batch_size": 8},
+            LoopSetup(epochs=1, seed=0, device=CPU, parallel="ddp"),
             data=splits,
-            epochs=1,
-            seed=0,
-            device=CPU,
             trial_id="t",
             report=lambda m, c: None,
         )

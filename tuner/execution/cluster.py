@@ -9,11 +9,9 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,30 +20,12 @@ from ray.exceptions import AuthenticationError
 
 from tuner.errors import TunerError
 from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.ray_compat import env, errors, logs
+from tuner.settings.run import LOOPBACK, Cluster
 
-LOOPBACK = "127.0.0.1"
-DEFAULT_DASHBOARD_PORT = 8265
+log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 3.0
-# A Ray Client head forks a server process per client; on a busy head that fork can die at once
-# (Ray answers "Starting Ray client server failed", its log empty). A new connection gets a new one.
-CLIENT_SERVER_ATTEMPTS = 3
-CLIENT_SERVER_FAILED = "Starting Ray client server failed"
-
-
-@dataclass(frozen=True)
-class Cluster:
-    address: str | None = None  # None: RAY_ADDRESS if set (as in a Ray Job), else a new local instance
-    dashboard: bool = False  # only for a local instance; a cluster has its own
-    dashboard_port: int = DEFAULT_DASHBOARD_PORT
-    # Multi-worker trials need Ray's State API, which the dashboard process serves: Ray Train's
-    # PlacementGroupCleaner asks it whether a Train controller died, and without an answer a killed
-    # controller's worker bundles stay reserved until Ray shuts down (the next trial then waits forever).
-    state_api: bool = False
-
-    @property
-    def target(self) -> str:
-        # "local" rather than Ray's default, which silently joins any cluster `ray start` left running.
-        return self.address or os.environ.get("RAY_ADDRESS") or "local"
+CLIENT_SERVER_ATTEMPTS = 3  # see ray_compat.errors.CLIENT_SERVER_FAILED
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -84,39 +64,21 @@ def _token_hint() -> str:
     return ""
 
 
-class _TokenAuthOnNotice(logging.Filter):
-    """Drops the line Ray logs on every start of a local instance to say token authentication is on.
-    tuner's local instances always keep it on (README says so), so below -v the line is noise; Ray's
-    warning that authentication is off (RAY_AUTH_MODE=disabled) still shows."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Token authentication is enabled")
-
-
-TOKEN_SETUP_LOGGER = "ray._private.authentication.authentication_token_setup"
-
-
 @contextmanager
-def _quiet_token_notice(quiet: bool) -> Iterator[None]:
-    notice, logger = _TokenAuthOnNotice(), logging.getLogger(TOKEN_SETUP_LOGGER)
-    if quiet:
-        logger.addFilter(notice)
-    try:
-        yield
-    finally:
-        logger.removeFilter(notice)
-
-
-@contextmanager
-def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
-    """Ray, up for the duration of the block, with the dashboard URL printed before the first trial;
+def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO") -> Iterator[None]:
+    """Ray, up for the duration of the block, with the dashboard URL logged before the first trial;
     `ray_logs` is the level of the Ray loggers in the processes of a local instance (its raylet starts
     them with this process's environment; a cluster's own nodes keep their level).
+
+    `state_api`: multi-worker trials need Ray's State API, which the dashboard process serves: Ray
+    Train's PlacementGroupCleaner asks it whether a Train controller died, and without an answer a
+    killed controller's worker bundles stay reserved until Ray shuts down (the next trial then waits
+    forever). A local instance then starts its dashboard on a free port.
 
     In a process that has already called ray.init (a notebook, a script, a test session), trials run
     on that Ray, as they would in Ray Tune, and it stays up afterwards. Its processes keep their own
     log level; and without its dashboard a Train controller that dies mid-run (not a normal stop) keeps
-    its worker group's resources until that Ray shuts down (see Cluster.state_api)."""
+    its worker group's resources until that Ray shuts down (see `state_api`)."""
     if ray.is_initialized():
         if cluster.address is not None or cluster.dashboard:
             given = f"the address {cluster.address}" if cluster.address is not None else "a dashboard"
@@ -130,11 +92,13 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
     if cluster.target != "local":
         check_reachable(cluster.target)
         token = send_token_if_available()
-    previous_level = os.environ.get("RAY_LOGGER_LEVEL")
-    os.environ["RAY_LOGGER_LEVEL"] = ray_logs.lower()
     try:
-        with _quiet_token_notice(cluster.target == "local" and ray_logs.upper() != "INFO"):
-            context = _init(cluster)
+        # The instance's processes take the level as they start; this process's environment is put back.
+        with (
+            env.local_instance_log_level(ray_logs),
+            logs.quiet_token_notice(cluster.target == "local" and ray_logs.upper() != "INFO"),
+        ):
+            context = _init(cluster, state_api)
     except AuthenticationError:
         raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(token)}") from None
     except ConnectionError as err:
@@ -143,25 +107,20 @@ def connect(cluster: Cluster, ray_logs: str = "INFO") -> Iterator[None]:
             f"cannot connect to a Ray cluster at {cluster.target}: {err} (if the cluster uses token "
             f"authentication, {refusal_hint(token)})"
         ) from None
-    finally:  # the instance's processes have their level now; this process's environment is as it was
-        if previous_level is None:
-            os.environ.pop("RAY_LOGGER_LEVEL", None)
-        else:
-            os.environ["RAY_LOGGER_LEVEL"] = previous_level
     try:
         if context.dashboard_url:
-            print(f"Ray dashboard: http://{context.dashboard_url}{_token_hint()}", flush=True)
+            log.info("Ray dashboard: http://%s%s", context.dashboard_url, _token_hint())
         yield
     finally:
         _shutdown()
 
 
-def _init(cluster: Cluster) -> Any:
+def _init(cluster: Cluster, state_api: bool) -> Any:
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
         try:
             return ray.init(
                 address=cluster.target,
-                include_dashboard=cluster.dashboard or cluster.state_api,
+                include_dashboard=cluster.dashboard or state_api,
                 dashboard_host=LOOPBACK,
                 # Asked for: the user's port; started only for the State API: any free one.
                 dashboard_port=cluster.dashboard_port if cluster.dashboard else None,
@@ -169,13 +128,13 @@ def _init(cluster: Cluster) -> Any:
                 logging_level=logging.WARNING,
             )
         except ConnectionError as err:
-            if CLIENT_SERVER_FAILED not in str(err) or attempt == CLIENT_SERVER_ATTEMPTS:
+            if not errors.is_client_server_failure(err) or attempt == CLIENT_SERVER_ATTEMPTS:
                 raise
-            print(
-                f"tuner: the head at {cluster.target} failed to start a Ray Client server for this run; "
-                f"connecting again ({attempt + 1} of {CLIENT_SERVER_ATTEMPTS})",
-                file=sys.stderr,
-                flush=True,
+            log.warning(
+                "the head at %s failed to start a Ray Client server for this run; connecting again (%d of %d)",
+                cluster.target,
+                attempt + 1,
+                CLIENT_SERVER_ATTEMPTS,
             )
             ray.shutdown()
             time.sleep(attempt)

@@ -11,6 +11,8 @@ changes clusters that would otherwise refuse the client.
 import os
 from pathlib import Path
 
+from tuner.ray_compat import private
+
 DEFAULT_TOKEN_FILE = "~/.ray/auth_token"
 HOW_TO_GET_IT = "`ray get-auth-token` on the head node prints it"
 
@@ -29,10 +31,7 @@ def token_source() -> str | None:
 def send_token_if_available() -> str | None:
     """Token mode on for this process when a token is available and RAY_AUTH_MODE is unset; returns
     where the token comes from."""
-    # Ray's own switch: it also reloads Ray's config, which read RAY_AUTH_MODE when Ray was imported.
-    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
-
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    private.send_token_if_available()
     return token_source()
 
 

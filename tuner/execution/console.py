@@ -17,9 +17,9 @@ from typing import Any
 
 from ray import tune
 from ray.tune.experiment import Trial
-from ray.tune.utils import flatten_dict
 
-from tuner.spec.budgets import format_duration
+from tuner.settings.budgets import format_duration
+from tuner.spec.param_space import flatten
 
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
 REDRAW_PERIOD_S = 1.0  # on a terminal
@@ -145,7 +145,7 @@ class LiveProgress(tune.Callback):
         return pick(scored, key=lambda trial: self._best_of(trial) or 0.0)  # scored: never None here
 
     def _config(self, trial: Trial) -> str:
-        flat = flatten_dict(trial.config, delimiter="/")
+        flat = flatten(trial.config)
         return ", ".join(f"{key}={_value(flat[key])}" for key in self.params if key in flat)
 
     # Drawing

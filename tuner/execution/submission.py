@@ -15,16 +15,15 @@ from urllib.parse import urlsplit
 
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.ray_compat import errors, logs
 from tuner.spec.space import ExperimentSpec
 
 # The job's working directory is a temporary copy, so results go to a path of the cluster's own.
 DEFAULT_STORAGE = "~/tuner_results"
 EXCLUDES = [".git", ".venv", "venv", "tuner_results", "__pycache__", ".ipynb_checkpoints"]
 SUCCEEDED = "SUCCEEDED"
-# Ray logs each step of packaging and uploading the working dir; the job id and links below say enough.
-QUIET_LOGGERS = ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
 FAILED = 1
-NO_AGENT = "No available agent to submit job"
+log = logging.getLogger(__name__)
 NO_AGENT_WAITS_S = (1, 2, 4, 8, 15)  # 30 s in all
 
 
@@ -98,8 +97,7 @@ def _client(address: str):
     from tuner.execution.cluster import check_reachable
 
     _check_address(address)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+    logs.quiet_job_upload()
     parts = urlsplit(address)
     check_reachable(f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", shown=address)
     token = send_token_if_available()
@@ -113,8 +111,10 @@ def _client(address: str):
 
 
 async def _stream_logs(client, submission_id: str) -> None:
+    """The job's own output, as it comes: not a record of tuner's, so not through logging."""
     async for lines in client.tail_job_logs(submission_id):
-        print(lines, end="", flush=True)
+        sys.stdout.write(lines)
+        sys.stdout.flush()
 
 
 def _submit_job(client, job: Job) -> str:
@@ -136,10 +136,10 @@ def _submit_job(client, job: Job) -> str:
                 raise TunerError(
                     f"a job named {job.submission_id} already exists on the cluster; pick another --name"
                 ) from None
-            if NO_AGENT not in text or not waits_s:
+            if not errors.is_no_job_agent(err) or not waits_s:
                 raise TunerError(f"the cluster refused the job: {text.strip().splitlines()[0]}") from None
         wait_s = waits_s.pop(0)
-        print(f"tuner: the cluster has no job agent ready yet; trying again in {wait_s} s", file=sys.stderr, flush=True)
+        log.warning("the cluster has no job agent ready yet; trying again in %s s", wait_s)
         time.sleep(wait_s)
 
 
@@ -147,17 +147,19 @@ def submit(job: Job, follow: bool) -> int:
     client = _client(job.address)
     submission_id = _submit_job(client, job)
     address = job.address.rstrip("/")
-    print(f"job:        {submission_id}")
-    print(f"dashboard:  {address}/#/jobs/{submission_id}")
-    print(f"experiment: {job.storage_path.rstrip('/')}/{job.name} (on the cluster)")
-    print(f"logs:       ray job logs --address {address} --follow {submission_id}")
+    log.info("job:        %s", submission_id)
+    log.info("dashboard:  %s/#/jobs/%s", address, submission_id)
+    log.info("experiment: %s/%s (on the cluster)", job.storage_path.rstrip("/"), job.name)
+    log.info("logs:       ray job logs --address %s --follow %s", address, submission_id)
     if not follow:
         return 0
     try:
         asyncio.run(_stream_logs(client, submission_id))
     except KeyboardInterrupt:
-        print(f"\nstopped following; the job goes on (stop it with: ray job stop --address {address} {submission_id})")
+        log.info(
+            "\nstopped following; the job goes on (stop it with: ray job stop --address %s %s)", address, submission_id
+        )
         return INTERRUPTED
     info = client.get_job_info(submission_id)
-    print(f"job {submission_id}: {info.status}" + (f" ({info.message})" if info.message else ""))
+    log.info("job %s: %s%s", submission_id, info.status, f" ({info.message})" if info.message else "")
     return 0 if info.status == SUCCEEDED else FAILED

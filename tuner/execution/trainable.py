@@ -3,7 +3,6 @@ GPUs), several run it on Ray Train V2 workers (ddp, fsdp, pipeline). This is whe
 each runtime gives `run_trial_loop` a report function and the checkpoint to restore from, in its own
 API. Either way the trial's checkpoints are Tune's (`tuner/execution/checkpoint_bridge.py`)."""
 
-import logging
 import os
 import shutil
 import uuid
@@ -16,26 +15,20 @@ import ray.train
 import ray.train.torch
 import torch
 from ray import tune
-from ray.train.v2._internal.execution import context as train_context
-from ray.tune.trainable.function_trainable import wrap_function
 from ray.util.queue import Queue
 
 from tuner.data.splits import Splits
 from tuner.execution.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
-from tuner.storage import filesystem as storage
-from tuner.training.context import load_checkpoint
+from tuner.ray_compat import env, logs, private
+from tuner.settings import Resources
+from tuner.storage import filesystem
+from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.trial import Parts, run_trial_loop
 
 # A DDP trial's own actor only waits on the Ray Train run; it asks for a little memory instead of
 # CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
 DRIVER_ONLY_RESOURCES: dict[str, float] = {"CPU": 0, "memory": 64 * 1024**2}
 STAGING_DIR = "train_runs"  # under the experiment: multi-worker trials' Ray Train runs, while they run
-# Ray Train's controller learns of a report only when it next polls its workers, every 2 s by default,
-# and the workers wait after each report until Tune has its checkpoint (checkpoint_bridge.py): at 2 s,
-# every epoch of a multi-worker trial took at least 2 s however short it was (bench/overhead.py, rows
-# (d) and (d2)). A poll is one small remote call per worker. Ray passes the variable from the process
-# that calls fit() to the controller; a value the user set wins.
-POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.1"
 
 
 @dataclass(frozen=True)
@@ -46,19 +39,15 @@ class TrialSetup:
     data: ray.ObjectRef | None  # -> Splits, put in the object store once by the driver; None: per trial
     epochs: int
     seed: int
-    workers: int
-    cpus_per_worker: float
-    gpus_per_worker: float
+    resources: Resources  # the spec's own
     experiment_path: str  # local path or pyarrow-fs URI of the experiment directory
-    parallel: str = "ddp"  # tuner.training.parallel.STRATEGIES
     # Ray Train's own loggers in its controller and workers: they follow Train's LoggingConfig (INFO by
     # default), not the RAY_LOGGER_LEVEL tuner gives a local instance, and at INFO every rank prints
     # each report and checkpoint of every epoch into the live view.
-    ray_logs: str = "WARNING"
+    ray_logs: str
 
-    @property
-    def in_process(self) -> bool:
-        return self.workers == 1
+    def loop_setup(self, device: torch.device) -> LoopSetup:
+        return LoopSetup(epochs=self.epochs, seed=self.seed, device=device, parallel=self.resources.parallel)
 
 
 def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
@@ -73,12 +62,18 @@ def _data(setup: TrialSetup) -> Splits | None:
 
 
 def _use_cpus(setup: TrialSetup) -> None:
-    torch.set_num_threads(max(1, int(setup.cpus_per_worker)))  # concurrent trials don't oversubscribe the cores
+    # Concurrent trials don't oversubscribe the cores.
+    torch.set_num_threads(max(1, int(setup.resources.cpus_per_worker)))
+
+
+def device_for(resources: Resources) -> torch.device:
+    """Where a one-process trial (and the smoke step) trains: its GPU when it asked for one and one is there."""
+    return torch.device("cuda" if resources.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
 
 
 def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
     _use_cpus(setup)
-    device = torch.device("cuda" if setup.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
+    device = device_for(setup.resources)
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
@@ -86,14 +81,11 @@ def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
     run_trial_loop(
         setup.parts,
         config,
+        setup.loop_setup(device),
         data=_data(setup),
-        epochs=setup.epochs,
-        seed=setup.seed,
-        device=device,
         trial_id=tune.get_context().get_trial_id(),
         report=report,
         restored=_restored(tune.get_checkpoint(), device),
-        parallel=setup.parallel,
     )
 
 
@@ -101,10 +93,7 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     """Runs on each Ray Train worker; Ray Train has set up torch.distributed (gloo, or NCCL on GPUs)."""
     setup: TrialSetup = loop_config["setup"]
     _use_cpus(setup)
-    # Ray 2.60 names this module's logger by its file path, so Train's LoggingConfig (which filters
-    # `ray.train.*`) misses it and every rank prints "Reporting training result ..." each epoch. When a
-    # Ray release names it `ray.train...`, this line can go.
-    logging.getLogger(train_context.__file__).setLevel(setup.ray_logs)
+    logs.train_report_lines(setup.ray_logs)
     device = ray.train.torch.get_device()
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
@@ -121,14 +110,11 @@ def train_worker(loop_config: dict[str, Any]) -> None:
         run_trial_loop(
             setup.parts,
             loop_config["config"],
+            setup.loop_setup(device),
             data=_data(setup),
-            epochs=setup.epochs,
-            seed=setup.seed,
-            device=device,
             trial_id=loop_config["trial_id"],
             report=report,
             restored=_restored(loop_config["checkpoint"], device),
-            parallel=setup.parallel,
         )
     except TrialStopped:
         pass  # the run ends as a finished one, and Train releases its worker group
@@ -141,7 +127,6 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     # checkpoints on their way to Tune, and it is deleted afterwards.
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
     staging = f"{setup.experiment_path.rstrip('/')}/{STAGING_DIR}"
-    os.environ.setdefault(POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S)
     reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
@@ -153,9 +138,9 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
             "answers": answers,
         },
         scaling_config=ray.train.ScalingConfig(
-            num_workers=setup.workers,
-            use_gpu=setup.gpus_per_worker > 0,
-            resources_per_worker={"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker},
+            num_workers=setup.resources.workers,
+            use_gpu=setup.resources.gpus_per_worker > 0,
+            resources_per_worker={"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus_per_worker},
         ),
         run_config=ray.train.RunConfig(
             name=run_name,
@@ -170,11 +155,12 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     run = _train_runs[trial_id] = TrainRun(
         trainer, reports, answers, after_fit=lambda: _delete_staging(f"{staging}/{run_name}")
     )
-    run.run()
+    with env.fast_train_polls():
+        run.run()
 
 
 def _delete_staging(path: str) -> None:
-    fs, inner = storage.filesystem(path)
+    fs, inner = filesystem.filesystem(path)
     try:
         fs.delete_dir(inner)
     except (FileNotFoundError, OSError):
@@ -182,7 +168,7 @@ def _delete_staging(path: str) -> None:
 
 
 def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    if setup.in_process:
+    if setup.resources.in_process:
         run_in_process(config, setup)
     else:
         run_on_workers(config, setup)
@@ -206,12 +192,12 @@ def _cleanup_when_train_run_ended(trial_id: str, cleanup: Callable[[], None]) ->
 
 
 def trainable(setup: TrialSetup):
-    if setup.in_process:
-        resources = {"CPU": setup.cpus_per_worker, "GPU": setup.gpus_per_worker}
+    if setup.resources.in_process:
+        resources = {"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus_per_worker}
         return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
 
-    # A class built at run time by Tune's wrap_function, as Tune's own function trainables are.
-    class MultiWorkerTrial(wrap_function(tune.with_parameters(run_trial, setup=setup), name="run_trial")):  # type: ignore[misc]
+    # A class built at run time, as Tune builds its own function trainables.
+    class MultiWorkerTrial(private.function_trainable_class(tune.with_parameters(run_trial, setup=setup), "run_trial")):  # type: ignore[misc]
         """Tune's function trainable, whose cleanup (Tune stopping or pausing the trial) waits for the
         trial's Train run to end by itself: the actor's exit would otherwise kill the Train controller
         with it, and a killed controller's worker group stays reserved until Ray's cleaner notices."""

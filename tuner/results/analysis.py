@@ -31,11 +31,11 @@ class Experiment:
 
     @property
     def metric(self) -> str:
-        return self.meta.metric
+        return self.meta.objective.metric
 
     @property
     def mode(self) -> str:
-        return self.meta.mode
+        return self.meta.objective.mode
 
     @property
     def params(self) -> list[str]:

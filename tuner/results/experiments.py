@@ -4,7 +4,7 @@
 An experiment is a directory with tuner's meta file. It is running while tuner has recorded no end for
 its latest run (`ended_at`, cleared when `tuner resume` starts) and Ray's own experiment state, which
 Ray Tune rewrites every few seconds while a run lasts (TUNE_GLOBAL_CHECKPOINT_S, see
-tuner/execution/experiment.py), is fresh: a run killed before it could record its end counts as running for
+tuner/execution/tune_run.py), is fresh: a run killed before it could record its end counts as running for
 RUNNING_WINDOW_S, then as interrupted.
 """
 
@@ -19,8 +19,9 @@ from tuner.errors import TunerError
 from tuner.results import report
 from tuner.results.columns import best_column
 from tuner.results.status import TrialStatus
-from tuner.spec.budgets import format_duration
-from tuner.storage import filesystem as storage
+from tuner.settings.budgets import format_duration
+from tuner.settings.run import DEFAULT_STORAGE_PATH
+from tuner.storage import filesystem
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 
@@ -38,7 +39,7 @@ class Summary:
     ran_s: float
 
     def row(self) -> dict[str, Any]:
-        metric = self.meta.metric
+        metric = self.meta.objective.metric
         scored = report.scored(self.trials, metric)
         counts = self.trials["status"].value_counts() if len(self.trials) else pd.Series(dtype=int)
         return {
@@ -58,19 +59,19 @@ def _mtime(info: pafs.FileInfo) -> float:
 
 def find(storage_path: str) -> list[str]:
     """Experiment directories directly under `storage_path`, newest first."""
-    fs, root = storage.filesystem(storage_path)
+    fs, root = filesystem.filesystem(storage_path)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         raise TunerError(
             f"{storage_path} is not a directory of experiments; pass the --storage-path of `tuner run` "
-            f"(default {storage.DEFAULT_STORAGE_PATH})"
+            f"(default {DEFAULT_STORAGE_PATH})"
         )
     found = []
     for entry in fs.get_file_info(pafs.FileSelector(root)):
-        meta = fs.get_file_info(f"{entry.path}/{storage.META_FILE}")
+        meta = fs.get_file_info(f"{entry.path}/{filesystem.META_FILE}")
         if entry.type == pafs.FileType.Directory and meta.type == pafs.FileType.File:
-            path = f"{storage.normalize(storage_path)}/{entry.base_name}"
+            path = f"{filesystem.normalize(storage_path)}/{entry.base_name}"
             found.append((_started(meta_file.read(path), meta), entry.base_name))
-    return [f"{storage.normalize(storage_path)}/{name}" for _, name in sorted(found, reverse=True)]
+    return [f"{filesystem.normalize(storage_path)}/{name}" for _, name in sorted(found, reverse=True)]
 
 
 def _started(meta: ExperimentMeta, meta_info: pafs.FileInfo) -> float:
@@ -88,7 +89,7 @@ def newest(storage_path: str) -> str:
 
 
 def _last_state_write(path: str) -> float | None:
-    fs, root = storage.filesystem(path)
+    fs, root = filesystem.filesystem(path)
     times = [
         _mtime(info) for info in fs.get_file_info(pafs.FileSelector(root)) if info.base_name.startswith(STATE_GLOB)
     ]
@@ -97,8 +98,8 @@ def _last_state_write(path: str) -> float | None:
 
 def summarize(path: str) -> Summary:
     meta = report.load_meta(path)
-    fs, inner = storage.filesystem(path)
-    started = _started(meta, fs.get_file_info(f"{inner}/{storage.META_FILE}"))
+    fs, inner = filesystem.filesystem(path)
+    started = _started(meta, fs.get_file_info(f"{inner}/{filesystem.META_FILE}"))
     trials, _ = report.read_tables(path)
     state = _last_state_write(path)
     ended = meta.ended_at
@@ -110,7 +111,7 @@ def summarize(path: str) -> Summary:
         statuses = set(trials["status"]) if len(trials) else set()
         if not len(trials) or statuses & {TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED}:
             status = "interrupted"
-        elif not len(report.scored(trials, meta.metric)):
+        elif not len(report.scored(trials, meta.objective.metric)):
             status = "failed"  # every trial errored or diverged
         else:
             status = "finished"

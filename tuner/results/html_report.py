@@ -20,7 +20,7 @@ from tuner.results.columns import best_column
 from tuner.results.importance import REPEATS, importance
 from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
-from tuner.storage import filesystem as storage
+from tuner.storage import filesystem
 from tuner.storage.meta import ExperimentMeta
 
 REPORT_FILE = "report.html"
@@ -47,7 +47,7 @@ def write(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
     """Write `<experiment_path>/report.html` atomically from the frames of `tuner.results.report.read_tables`;
     returns its path."""
     path = f"{experiment_path.rstrip('/')}/{REPORT_FILE}"
-    storage.write_atomic(path, _page(experiment_path, trials, history, meta).encode())
+    filesystem.write_atomic(path, _page(experiment_path, trials, history, meta).encode())
     return path
 
 
@@ -79,10 +79,10 @@ def _note(text: str) -> str:
 def _summary(experiment_path: str, trials: pd.DataFrame, meta: ExperimentMeta) -> str:
     facts = [
         f"{len(trials)} trials",
-        f"metric {meta.metric} ({meta.mode})",
-        f"{meta.epochs} epochs each",
-        f"search {meta.search}",
-        f"scheduler {meta.scheduler}",
+        f"metric {meta.objective.metric} ({meta.objective.mode})",
+        f"{meta.budget.epochs} epochs each",
+        f"search {meta.tuning.search}",
+        f"scheduler {meta.tuning.scheduler}",
     ]
     header = f'<p class="meta">{_text(experiment_path)}<br>{_text(" · ".join(facts))}</p>\n'
     if trials.empty:
@@ -96,7 +96,7 @@ def _best(scored: pd.DataFrame, failed: pd.DataFrame, meta: ExperimentMeta) -> s
     if scored.empty:
         hint = " See Failed trials below for what went wrong." if len(failed) else ""
         return _note(f"No trial has a score: none finished, was stopped early or paused.{hint}")
-    best, score = scored.iloc[0], best_column(meta.metric)
+    best, score = scored.iloc[0], best_column(meta.objective.metric)
     rows = [
         ("trial", best["trial_id"]),
         ("status", best["status"]),
@@ -111,7 +111,7 @@ def _ranked(trials: pd.DataFrame, meta: ExperimentMeta, failed: pd.DataFrame) ->
     if trials.empty:
         return _note("No trial was recorded.")
     # The columns `tuner report` prints, so the page and the terminal show the same thing.
-    shown = report.ranked(trials, meta.metric, list(meta.params))
+    shown = report.ranked(trials, meta.objective.metric, list(meta.params))
     return _table(shown.join(trials["error"]) if len(failed) else shown)
 
 

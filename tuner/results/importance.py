@@ -39,9 +39,9 @@ def _encoded(values: pd.Series) -> np.ndarray:
 
 def importance(trials: pd.DataFrame, meta: ExperimentMeta) -> pd.DataFrame:
     """One row per hyperparameter (param, importance, std), most important first; see the module docstring."""
-    score = best_column(meta.metric)
+    score = best_column(meta.objective.metric)
     params = list(meta.params)
-    rows = report.scored(trials, meta.metric)
+    rows = report.scored(trials, meta.objective.metric)
     if len(rows) < MIN_TRIALS:
         raise TunerError(
             f"parameter importance needs at least {MIN_TRIALS} scored trials "

@@ -5,7 +5,6 @@ import io
 import json
 import logging
 import math
-import sys
 from typing import Any
 
 import pandas as pd
@@ -20,14 +19,16 @@ from ray.tune.result import (
 from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
+from tuner.ray_compat import logs
 from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
-from tuner.storage import filesystem as storage
+from tuner.spec.param_space import flatten
+from tuner.storage import filesystem, trial_files
 from tuner.storage import meta as meta_file
-from tuner.storage import trial_files
 from tuner.storage.meta import ExperimentMeta
-from tuner.storage.moved_modules import old_module_paths
 from tuner.training.result_keys import BOOKKEEPING
+
+log = logging.getLogger(__name__)
 
 TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET = "trials.csv", "trials.parquet", "history.parquet"
 
@@ -39,9 +40,6 @@ def scored(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
     return trials[trials["status"].isin(SCORED) & trials[best_column(metric)].notna()]
 
 
-# Ray warns once per trial that has no result files yet, both in Tuner.fit and here; the report
-# already says "not started" for those trials, so the warning is noise.
-logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 # What a history row has besides the loop's metrics, in this order after them: facts of each report.
 RUN_COLUMNS = [
     "diverged",
@@ -79,21 +77,10 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
 
 
-def flat_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A trial's config with nested groups flattened as Ray flattens them in results: `group/name`."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            flat.update(flat_config(value, prefix=f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def _analysis(experiment_path: str) -> ExperimentAnalysis:
-    fs, path = storage.filesystem(experiment_path)
+    fs, path = filesystem.filesystem(experiment_path)
     try:
-        with old_module_paths():  # experiments saved before tuner's modules moved
+        with logs.quiet_analysis_warnings():
             return ExperimentAnalysis(path, storage_filesystem=fs)
     except (ValueError, FileNotFoundError):
         raise TunerError(
@@ -110,10 +97,10 @@ def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[
         trials, frames = trial_files.read(experiment_path, space)
         if not trials:
             raise
-        print(
-            f"tuner: warning: Ray's experiment state in {experiment_path} cannot be read (cut short by a full "
-            "disk?); the trials are read from their own directories, so whether they finished is unknown",
-            file=sys.stderr,
+        log.warning(
+            "Ray's experiment state in %s cannot be read (cut short by a full disk?); the trials are read "
+            "from their own directories, so whether they finished is unknown",
+            experiment_path,
         )
         return trials, frames
 
@@ -162,11 +149,11 @@ def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> 
 
 
 def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
-    metric, mode = meta.metric, meta.mode
+    metric, mode = meta.objective.metric, meta.objective.mode
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
-    status = _status(trial, history, epochs_run, meta.epochs)
+    status = _status(trial, history, epochs_run, meta.budget.epochs)
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
-    config = flat_config(trial.config)
+    config = flatten(trial.config)
     row.update({key: _cell(config.get(key)) for key in meta.params})
     last = history.iloc[-1] if len(history) else None
     for name in metrics:  # each metric's value at the trial's last epoch
@@ -187,8 +174,8 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     meta = load_meta(experiment_path)
     recorded, frames = _recorded_trials(experiment_path, meta.space)
     metrics = metric_names(list(frames.values()))
-    if meta.metric not in metrics:
-        metrics.insert(0, meta.metric)  # a column even before any trial reported it
+    if meta.objective.metric not in metrics:
+        metrics.insert(0, meta.objective.metric)  # a column even before any trial reported it
     histories, rows = [], []
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
     for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
@@ -196,7 +183,7 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append(_trial_row(trial, histories[-1], meta, metrics))
     trials = pd.DataFrame(rows)
     if len(trials):
-        trials = rank(trials, meta.metric, meta.mode)
+        trials = rank(trials, meta.objective.metric, meta.objective.mode)
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
     history = (
@@ -206,11 +193,11 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def load_meta(experiment_path: str) -> ExperimentMeta:
-    if not storage.exists(experiment_path):
+    if not filesystem.exists(experiment_path):
         raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
-    if not storage.exists(f"{experiment_path}/{storage.META_FILE}"):
+    if not filesystem.exists(f"{experiment_path}/{filesystem.META_FILE}"):
         raise TunerError(
-            f"{experiment_path} is not a tuner experiment (no {storage.META_FILE}); "
+            f"{experiment_path} is not a tuner experiment (no {filesystem.META_FILE}); "
             "pass the directory that `tuner run` printed"
         )
     return meta_file.read(experiment_path)
@@ -230,9 +217,9 @@ def write(experiment_path: str) -> pd.DataFrame:
 
 
 def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> None:
-    storage.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
-    storage.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
-    storage.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+    filesystem.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
+    filesystem.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
+    filesystem.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
 
 
 def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:

@@ -10,6 +10,7 @@ pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bott
            those of MUTABLE it searches over).
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from ray.tune.schedulers import (
@@ -23,10 +24,24 @@ from ray.tune.schedulers import (
 from ray.tune.search.sample import Domain
 
 from tuner.errors import TunerError
+from tuner.settings.experiment import SCHEDULERS
+from tuner.spec.param_space import is_grid
 
-SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 TIME_ATTR = "training_iteration"
 REDUCTION_FACTOR = 3
+# ASHA's (grace period, reduction factor) at every epoch budget: 1 and 3 at every budget measured, rather
+# than a grace period that grows with the epochs. Evidence, at 27 epochs (rungs 1, 3, 9, 27), against the
+# longer grace and the other factors:
+# - bench/search_efficiency.py --epochs 27 --seeds 5 --asha-shapes 3:3 1:4 --shape-searches optuna
+#   (digits CNN, 24 configs): optuna + ASHA (1, 3) spent 0.306 of grid's trial-epochs and reached grid's
+#   best -0.5 pp in 4/5 seeds at a median 0.168; (3, 3), the grace period scaled to epochs / 9, spent
+#   0.454 for 5/5 at 0.248; (1, 4) spent 0.262 but reached it in 3/5 only.
+# - bench/synthetic_search.py --epochs 27 --seeds 20 --asha-shapes 1:2 1:4 3:3 9:3 (Hartmann-6): median
+#   regret with optuna 0.294 (1, 3) at 1003 trial-epochs, 0.280 (3, 3) at 1206, 0.319 (1, 4) at 869,
+#   0.349 (1, 2) at 1253, 0.370 (9, 3) at 1458; the 25-75 % ranges all overlap, so (1, 3) buys the
+#   same regret for fewer epochs than a longer grace period.
+# At 9 epochs (rungs 1, 3, 9) the same shape met the digits target in 5/5 seeds (README).
+ASHA_SHAPE = (1, REDUCTION_FACTOR)
 # Fewer epochs than this leave ASHA (grace period 1) no second rung: it could only stop trials after
 # their first epoch and promote the rest straight to the end, so --search auto keeps FIFO there.
 ASHA_MIN_EPOCHS = REDUCTION_FACTOR
@@ -35,19 +50,19 @@ ASHA_MIN_EPOCHS = REDUCTION_FACTOR
 MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
 
 
-def pbt_mutations(param_space: dict[str, Any], mutable: list[str] | None = None) -> dict[str, Any]:
+def pbt_mutations(param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> dict[str, Any]:
     """What PBT may perturb: the `mutable` keys (default MUTABLE) that the space searches over."""
     mutations: dict[str, Any] = {}
     for key in MUTABLE if mutable is None else mutable:
         value = param_space.get(key)
         if isinstance(value, Domain):
             mutations[key] = value
-        elif isinstance(value, dict) and "grid_search" in value and len(value["grid_search"]) > 1:
+        elif is_grid(value) and len(value["grid_search"]) > 1:
             mutations[key] = list(value["grid_search"])
     return mutations
 
 
-def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: list[str] | None = None) -> None:
+def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> None:
     if scheduler not in SCHEDULERS:
         raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
     if search == "bohb" and scheduler not in ("fifo", "hyperband"):
@@ -67,31 +82,14 @@ def retires_checkpoints(scheduler: str) -> bool:
     return scheduler != "pbt"
 
 
-def asha_shape(epochs: int) -> tuple[int, int]:
-    """ASHA's grace period and reduction factor for a budget of `epochs`: 1 and 3 at every budget
-    measured, rather than a grace period that grows with the epochs.
-
-    Evidence, at 27 epochs (rungs 1, 3, 9, 27), against the longer grace and the other factors:
-    - bench/search_efficiency.py --epochs 27 --seeds 5 --asha-shapes 3:3 1:4 --shape-searches optuna
-      (digits CNN, 24 configs): optuna + ASHA (1, 3) spent 0.306 of grid's trial-epochs and reached grid's
-      best -0.5 pp in 4/5 seeds at a median 0.168; (3, 3), the grace period scaled to epochs / 9, spent
-      0.454 for 5/5 at 0.248; (1, 4) spent 0.262 but reached it in 3/5 only.
-    - bench/synthetic_search.py --epochs 27 --seeds 20 --asha-shapes 1:2 1:4 3:3 9:3 (Hartmann-6): median
-      regret with optuna 0.294 (1, 3) at 1003 trial-epochs, 0.280 (3, 3) at 1206, 0.319 (1, 4) at 869,
-      0.349 (1, 2) at 1253, 0.370 (9, 3) at 1458; the 25-75 % ranges all overlap, so (1, 3) buys the
-      same regret for fewer epochs than a longer grace period.
-    At 9 epochs (rungs 1, 3, 9) the same shape met the digits target in 5/5 seeds (README)."""
-    return 1, REDUCTION_FACTOR
-
-
 def trial_scheduler(
-    scheduler: str, search: str, param_space: dict[str, Any], epochs: int, mutable: list[str] | None = None
+    scheduler: str, search: str, param_space: dict[str, Any], epochs: int, mutable: Sequence[str] | None = None
 ) -> TrialScheduler | None:
-    check(scheduler, search, param_space, mutable)
+    """The scheduler for TuneConfig(scheduler=...); the combination is checked before, by `check`."""
     if search == "bohb":
         return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "asha":
-        grace_period, reduction_factor = asha_shape(epochs)
+        grace_period, reduction_factor = ASHA_SHAPE
         return ASHAScheduler(
             time_attr=TIME_ATTR, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor
         )

@@ -26,8 +26,9 @@ from ray.tune.search.sample import Categorical, Domain
 
 from tuner.errors import TunerError
 from tuner.search import schedulers
+from tuner.settings.experiment import SEARCHES
+from tuner.spec.param_space import is_constant, is_grid
 
-SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
 MODEL_BASED = ("optuna", "hyperopt", "bohb")
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
@@ -35,12 +36,8 @@ MODEL_BASED = ("optuna", "hyperopt", "bohb")
 AUTO_WHOLE_SPACE_MAX = 16
 
 
-def _is_grid(value: Any) -> bool:
-    return isinstance(value, dict) and "grid_search" in value
-
-
 def grid_axes(param_space: dict[str, Any]) -> list[str]:
-    return sorted(key for key, value in param_space.items() if _is_grid(value))
+    return sorted(key for key, value in param_space.items() if is_grid(value))
 
 
 def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
@@ -49,16 +46,12 @@ def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
     return {key: tune.choice(value["grid_search"]) if key in axes else value for key, value in param_space.items()}
 
 
-def _plain(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
-
-
 def check(search: str, param_space: dict[str, Any]) -> None:
-    if search not in SEARCHERS:
-        raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHERS)}")
+    if search not in SEARCHES:
+        raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
     if search in MODEL_BASED:
         for key in grid_axes(param_space):
-            if not all(_plain(value) for value in param_space[key]["grid_search"]):
+            if not all(is_constant(value) for value in param_space[key]["grid_search"]):
                 raise TunerError(
                     f"{search} cannot sample grid axis {key}, whose values are not numbers or strings; "
                     "use --search grid or random"
@@ -81,7 +74,7 @@ def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:
     rest are constants; None when a key is sampled from a range or nested."""
     axes: dict[str, list[Any]] = {}
     for key, value in param_space.items():
-        if _is_grid(value):
+        if is_grid(value):
             axes[key] = list(value["grid_search"])
         elif isinstance(value, Categorical):
             axes[key] = list(value.categories)
@@ -166,23 +159,27 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs
     return AutoChoice("optuna", chosen, whole, f"search auto: optuna (TPE) with {chosen}, {whole} configs ({why})")
 
 
+def tuner_space(search: str, param_space: dict[str, Any]) -> dict[str, Any]:
+    """The param_space to give the Tuner: grid's as it is, the others' grid axes as choices."""
+    return param_space if search == "grid" else grid_as_choice(param_space)
+
+
 def search_algorithm(
     search: str, param_space: dict[str, Any], num_samples: int, seed: int, max_concurrent: int = 0
-) -> tuple[Any, dict[str, Any]]:
-    """The search algorithm for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
-    (0: no limit), and the param_space to give the Tuner. `auto` is resolved before, by `choose`."""
-    check(search, param_space)
+) -> Any:
+    """The search algorithm for TuneConfig(search_alg=...) over `tuner_space(search, param_space)`,
+    limited to `max_concurrent` trials at once (0: no limit). `auto` is resolved before, by `choose`;
+    the space is checked before, by `check` (tuner.search.plan does both)."""
     if search == "auto":
         raise ValueError("searchers.search_algorithm takes the search that searchers.choose picked for auto, not auto")
     if search == "grid":
-        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent), param_space
+        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
     if search == "random":
         axes = discrete_axes(param_space)
         points = None if axes is None else _without_replacement(axes, trials(search, param_space, num_samples), seed)
-        generator = tune.search.BasicVariantGenerator(
+        return tune.search.BasicVariantGenerator(
             points_to_evaluate=points, random_state=seed, max_concurrent=max_concurrent
         )
-        return generator, grid_as_choice(param_space)
     if search == "optuna":
         import optuna
         from ray.tune.search.optuna import OptunaSearch
@@ -201,4 +198,4 @@ def search_algorithm(
         searcher = TuneBOHB(seed=seed)
     if max_concurrent:
         searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
-    return searcher, grid_as_choice(param_space)
+    return searcher

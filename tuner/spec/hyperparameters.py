@@ -10,6 +10,8 @@ starts; where the space's own code reads it, the value is the space's business.
 from collections.abc import Callable
 from typing import Any
 
+from tuner.settings.run import MAX_SEED
+
 LOOP = ("batch_size",)  # tuner's loop
 SEED = ("seed",)  # every trial: seeds torch, numpy and random (default: the experiment's --seed)
 OPTIMIZER = ("optimizer", "lr", "momentum", "weight_decay")  # the default optimizer
@@ -22,23 +24,20 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
-
-
-def _whole(value: Any) -> bool:
+def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "lr": (lambda v: _number(v) and v > 0, "a number > 0"),
-    "batch_size": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
+    "batch_size": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
     "optimizer": (lambda v: v in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
     "momentum": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
     "weight_decay": (lambda v: _number(v) and v >= 0, "a number >= 0"),
-    "hidden": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
-    "channels": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
+    "hidden": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
+    "channels": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
     "dropout": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
-    "seed": (lambda v: v is None or (_whole(v) and 0 <= v <= MAX_SEED), f"an integer from 0 to {MAX_SEED}"),
+    "seed": (lambda v: v is None or (_integer(v) and 0 <= v <= MAX_SEED), f"an integer from 0 to {MAX_SEED}"),
 }
 
 

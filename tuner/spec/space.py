@@ -3,16 +3,16 @@
 A space module sets module-level names (see README, "Writing a space module"): required `metric`,
 `mode`, `param_space`, and either `model` and `dataset` (tuner's loop trains them; optionally `loss`,
 `metrics`, `optimizer`) or `train_loop` (the module's own loop; `dataset` optional). `model` and
-`dataset` may name a shipped one. Optional: `num_samples`, `epochs`, `workers`, `parallel`,
-`cpus_per_worker`, `gpus_per_worker`, `max_concurrent`, `search`, `scheduler`, `time_budget`, `stop`, `pbt_mutable`,
-`description`.
+`dataset` may name a shipped one. Optional: any setting of `tuner/settings/experiment.py` by its name
+(`epochs`, `workers`, `search`, ...), and `description`.
+
+Nothing here imports torch or Ray: a mistake is named before either loads.
 """
 
 import dataclasses
 import importlib
 import importlib.util
 import inspect
-import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,16 +20,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import ray.cloudpickle
-from ray.tune.search.sample import Categorical, Domain, Float, Integer
-
 from tuner.data import DATASETS
 from tuner.errors import TunerError
 from tuner.models import MODELS
-from tuner.search import schedulers, searchers
-from tuner.spec import budgets, hyperparameters
-from tuner.spec.signatures import is_torchmetric, takes
-from tuner.training import parallel
+from tuner.settings import GROUPS, Budget, Objective, Resources, Tuning
+from tuner.settings.declaration import settings_of
+from tuner.signatures import is_torchmetric, takes
+from tuner.spec import hyperparameters
+from tuner.spec.param_space import is_grid, is_group, known_values
 
 SPACES_DIR = Path(__file__).resolve().parents[2] / "search_spaces"
 REQUIRED = ("metric", "mode", "param_space")
@@ -43,15 +41,21 @@ SIGNATURES: dict[str, tuple[tuple[int, ...], str]] = {
     "train_loop": ((2,), "train_loop(config, ctx)"),
 }
 LOOP_PARTS = ("model", "loss", "metrics", "optimizer")  # what an own train_loop replaces
+# What a module may define besides the settings (tuner/settings/experiment.py).
+MODULE_NAMES = {"metric", "mode", "param_space", "description", *SIGNATURES}
+
+
+SETTING_NAMES = {item.name: group for group, cls in GROUPS.items() for item, _ in settings_of(cls)}
 
 
 @dataclass(frozen=True)
 class ExperimentSpec:
-    """One experiment as a space module declares it, checked (`validate`) whenever it is built."""
+    """One experiment as a space module declares it, checked whenever it is built. Its settings are the
+    groups of tuner/settings/experiment.py; `ExperimentSpec.of` builds one from flat names, as a
+    module (or a Python caller) writes them."""
 
     name: str
-    metric: str
-    mode: str
+    objective: Objective
     param_space: dict[str, Any]
     model: str | Callable[..., Any] | None = None
     dataset: str | Callable[..., Any] | None = None
@@ -59,26 +63,40 @@ class ExperimentSpec:
     metrics: Callable[..., Any] | Mapping[str, Any] | None = None
     optimizer: Callable[..., Any] | None = None
     train_loop: Callable[..., Any] | None = None
-    num_samples: int = 1
-    epochs: int = 5
-    workers: int = 1
-    parallel: str = parallel.DEFAULT  # how a trial spreads over its workers or GPUs: tuner.training.parallel
-    cpus_per_worker: float = 1.0
-    gpus_per_worker: float = 0.0
-    max_concurrent: int | None = None
-    search: str = "grid"
-    scheduler: str = "fifo"
-    time_budget: str | None = None  # e.g. "30m"
-    stop: str | None = None  # e.g. "val_acc>=0.98"
-    pbt_mutable: list[str] | None = None  # default: schedulers.MUTABLE
+    budget: Budget = field(default_factory=Budget)
+    resources: Resources = field(default_factory=Resources)
+    tuning: Tuning = field(default_factory=Tuning)
     description: str = ""
     source: str = field(default="", compare=False)
+    # Modules the space module imported from its own folder: the execution stage has Ray pickle them by
+    # value, since workers may not have that folder.
+    local_modules: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         validate(self)
 
-    def with_overrides(self, fixed: dict[str, Any] | None = None, **fields: Any) -> "ExperimentSpec":
-        """A copy with CLI overrides applied; `fixed` (`--set`) pins hyperparameters to one value."""
+    @classmethod
+    def of(cls, name: str, **values: Any) -> "ExperimentSpec":
+        """A spec from flat names: `metric`, `mode`, `param_space`, the parts, and any setting by its name
+        (`epochs=20`), as a space module declares them."""
+        if missing := [key for key in REQUIRED if key not in values]:
+            raise TunerError(f"space {name}: give {', '.join(missing)}; see README 'Writing a space module'")
+        grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+        rest = {}
+        for key, value in values.items():
+            if key in SETTING_NAMES:
+                grouped[SETTING_NAMES[key]][key] = value
+            else:
+                rest[key] = value
+        try:
+            groups = {group: GROUPS[group](**given) for group, given in grouped.items()}
+        except TunerError as error:
+            raise TunerError(f"space {name}: {error}") from None
+        return cls(name=name, **groups, **rest)
+
+    def with_overrides(self, fixed: dict[str, Any] | None = None, **settings: Any) -> "ExperimentSpec":
+        """A copy with the command line's settings applied (None: not given); `fixed` (`--set`) pins
+        hyperparameters to one value."""
         for key in fixed or {}:
             if key not in self.param_space and key not in hyperparameters.KNOWN:
                 raise TunerError(
@@ -86,8 +104,15 @@ class ExperimentSpec:
                     f"({', '.join(self.param_space) or 'empty'}) nor one tuner's loop reads "
                     f"({', '.join(hyperparameters.KNOWN)})"
                 )
-        given = {k: v for k, v in fields.items() if v is not None}
-        return dataclasses.replace(self, param_space={**self.param_space, **(fixed or {})}, **given)
+        changes: dict[str, Any] = {"param_space": {**self.param_space, **(fixed or {})}}
+        for group in GROUPS:
+            given = {key: value for key, value in settings.items() if value is not None and SETTING_NAMES[key] == group}
+            if given:
+                try:
+                    changes[group] = dataclasses.replace(getattr(self, group), **given)
+                except TunerError as error:
+                    raise TunerError(f"space {self.name}: {error}") from None
+        return dataclasses.replace(self, **changes)
 
 
 def available() -> list[str]:
@@ -102,13 +127,14 @@ def load(ref: str) -> ExperimentSpec:
         if looks_like_path:
             raise TunerError(f"space module {ref} does not exist; pass the path of a .py file")
         raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path)")
-    module = _import(path)
-    return from_module(module, name=path.stem, source=str(path))
+    module, local_modules = _import(path)
+    return from_module(module, name=path.stem, source=str(path), local_modules=local_modules)
 
 
-def _import(path: Path) -> ModuleType:
-    """Runs the module. Its own functions and classes (and those of modules it imports from its own
-    folder) are pickled by value when trials are sent to workers, which may not have its folder."""
+def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
+    """Runs the module; returns it and the modules it imported from its own folder. The module's own
+    functions and classes (and those of the modules beside it) are pickled by value when trials are
+    sent to workers, which may not have its folder."""
     module_name = f"_tuner_space_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
@@ -127,14 +153,15 @@ def _import(path: Path) -> ModuleType:
         sys.path.remove(folder)
         # Out of sys.modules, cloudpickle pickles the module's functions by value.
         sys.modules.pop(module_name, None)
-    for name in set(sys.modules) - before:
+    local = []
+    for name in sorted(set(sys.modules) - before):
         beside = getattr(sys.modules[name], "__file__", None)
         if beside and Path(beside).resolve().is_relative_to(folder) and "." not in name:
-            ray.cloudpickle.register_pickle_by_value(sys.modules[name])
-    return module
+            local.append(name)
+    return module, tuple(local)
 
 
-def from_module(module: ModuleType, name: str, source: str) -> ExperimentSpec:
+def from_module(module: ModuleType, name: str, source: str, local_modules: tuple[str, ...] = ()) -> ExperimentSpec:
     missing = [key for key in REQUIRED if not hasattr(module, key)]
     if not hasattr(module, "train_loop"):
         missing += [key for key in ("model", "dataset") if not hasattr(module, key)]
@@ -143,18 +170,13 @@ def from_module(module: ModuleType, name: str, source: str) -> ExperimentSpec:
         raise TunerError(
             f"space module {source} is missing {', '.join(missing)}{own_loop}; see README 'Writing a space module'"
         )
-    known = {f.name for f in dataclasses.fields(ExperimentSpec)} - {"name", "source"}
+    known = MODULE_NAMES | set(SETTING_NAMES)
     values = {key: getattr(module, key) for key in known if hasattr(module, key)}
-    return ExperimentSpec(name=name, source=source, **values)
+    return ExperimentSpec.of(name, source=source, local_modules=local_modules, **values)
 
 
 def _fail(space: ExperimentSpec, problem: str) -> None:
     raise TunerError(f"space {space.name}: {problem}")
-
-
-def _number(value: Any) -> bool:
-    """A finite int or float: True is no count, and nan or inf no share of a machine."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _signature(function: Callable[..., Any]) -> str:
@@ -219,75 +241,46 @@ def _check_parts(space: ExperimentSpec) -> None:
 
 
 def validate(space: ExperimentSpec) -> None:
-    for key in ("metric", "mode", "search", "scheduler"):
-        if not isinstance(getattr(space, key), str):
-            _fail(space, f"{key} must be a string, not {getattr(space, key)!r}")
-    for key, example in (("time_budget", "'30m'"), ("stop", "'val_acc>=0.98'")):
-        if getattr(space, key) is not None and not isinstance(getattr(space, key), str):
-            _fail(space, f"{key} must be a string such as {example}, not {getattr(space, key)!r}")
-    if not space.metric.strip():
-        _fail(space, "metric must name a reported metric, such as 'val_loss'")
-    if space.mode not in ("min", "max"):
-        _fail(space, f"mode must be 'min' or 'max', not {space.mode!r}")
-    for key, minimum in (("num_samples", 1), ("epochs", 1), ("workers", 1)):
-        value = getattr(space, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            _fail(space, f"{key} must be an integer >= {minimum}, not {value!r}")
-    if space.max_concurrent is not None and (
-        not isinstance(space.max_concurrent, int) or isinstance(space.max_concurrent, bool) or space.max_concurrent < 1
-    ):
-        _fail(space, f"max_concurrent must be an integer >= 1, not {space.max_concurrent!r}")
-    if not _number(space.cpus_per_worker) or space.cpus_per_worker <= 0:
-        _fail(space, f"cpus_per_worker must be a number > 0, not {space.cpus_per_worker!r}")
-    if not _number(space.gpus_per_worker) or space.gpus_per_worker < 0:
-        _fail(space, f"gpus_per_worker must be a number >= 0, not {space.gpus_per_worker!r}")
+    """What a spec must be beyond each setting's own check (done when its group is built): parts that
+    fit, a param_space tuner's parts can run, settings that fit together."""
+    for group in GROUPS:
+        if not isinstance(getattr(space, group), GROUPS[group]):
+            _fail(space, f"{group} must be a {GROUPS[group].__name__}, not {getattr(space, group)!r}")
     _check_parallel(space)
     _check_parts(space)
     _validate_param_space(space)
     _check_pbt_mutable(space)
-    try:
-        searchers.check(space.search, space.param_space)
-        schedulers.check(space.scheduler, space.search, space.param_space, space.pbt_mutable)
-        if space.time_budget is not None:
-            budgets.parse_duration(space.time_budget)
-        if space.stop is not None:
-            budgets.parse_stop(space.stop)
-    except TunerError as err:
-        _fail(space, str(err))
 
 
 def _check_parallel(space: ExperimentSpec) -> None:
-    if space.parallel not in parallel.STRATEGIES:
-        _fail(space, f"parallel must be one of {', '.join(parallel.STRATEGIES)}, not {space.parallel!r}")
-    if space.parallel == "dp":
-        if space.workers != 1:
+    resources = space.resources
+    if resources.parallel == "dp":
+        if resources.workers != 1:
             _fail(
                 space,
                 "parallel = 'dp' is one process over the trial's GPUs: set workers = 1 and "
                 "gpus_per_worker = N, or use parallel = 'ddp' for several workers",
             )
-        if space.gpus_per_worker < 1:
+        if resources.gpus_per_worker < 1:
             _fail(
                 space,
                 "parallel = 'dp' runs nn.DataParallel over GPUs: set gpus_per_worker to the trial's number "
                 "of GPUs (>= 1), or use parallel = 'ddp' with workers = N on CPUs",
             )
-    elif space.workers > 1 and 0 < space.gpus_per_worker < 1:
+    elif resources.workers > 1 and 0 < resources.gpus_per_worker < 1:
         # ray-project/ray#48012: NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
         _fail(
             space,
-            f"{space.workers} workers with gpus_per_worker = {space.gpus_per_worker:g} would put several "
+            f"{resources.workers} workers with gpus_per_worker = {resources.gpus_per_worker:g} would put several "
             "NCCL ranks on one GPU, which NCCL refuses; give each worker a whole GPU (gpus_per_worker = 1), "
             "or share a GPU between trials instead: workers = 1 with gpus_per_worker = 0.25",
         )
 
 
 def _check_pbt_mutable(space: ExperimentSpec) -> None:
-    mutable = space.pbt_mutable
+    mutable = space.tuning.pbt_mutable
     if mutable is None:
         return
-    if not isinstance(mutable, (list, tuple)) or not all(isinstance(key, str) for key in mutable):
-        _fail(space, f"pbt_mutable must be a list of param_space keys, not {mutable!r}")
     if absent := [key for key in mutable if key not in space.param_space]:
         _fail(space, f"pbt_mutable names {', '.join(absent)}, which param_space does not search over")
 
@@ -307,7 +300,7 @@ def _validate_values(space: ExperimentSpec, params: dict[Any, Any], checked: set
     for key, value in params.items():
         if not isinstance(key, str) or not key:
             _fail(space, f"param_space keys are hyperparameter names; {prefix}{key!r} is not a non-empty string")
-        if isinstance(value, dict) and "grid_search" in value:
+        if is_grid(value):
             if set(value) != {"grid_search"}:
                 _fail(
                     space,
@@ -316,37 +309,11 @@ def _validate_values(space: ExperimentSpec, params: dict[Any, Any], checked: set
                 )
             if not isinstance(value["grid_search"], (list, tuple)) or not value["grid_search"]:
                 _fail(space, f"param_space[{prefix}{key!r}] is an empty grid; give tune.grid_search at least one value")
-        elif isinstance(value, dict):
+        elif is_group(value):
             _validate_values(space, value, set(), prefix=f"{prefix}{key}/")  # a nested group of hyperparameters
             continue
         if prefix or key not in checked:
             continue
-        for candidate in _values(value):
+        for candidate in known_values(value):
             if (reason := hyperparameters.problem(key, candidate)) is not None:
                 _fail(space, reason)
-
-
-def _values(value: Any) -> list[Any]:
-    """The values a param can take that are known up front: grid and choice values, range bounds."""
-    if isinstance(value, dict):
-        return list(value["grid_search"])
-    if isinstance(value, Categorical):
-        return list(value.categories)
-    if isinstance(value, Integer):
-        return [value.lower, value.upper - 1]  # tune.randint's upper bound is exclusive
-    if isinstance(value, Float):
-        return [value.lower, value.upper]
-    if isinstance(value, Domain):
-        return []  # e.g. tune.sample_from: only known once sampled
-    return [value]
-
-
-def flat_keys(params: dict[str, Any], prefix: str = "") -> list[str]:
-    """The hyperparameter names as the reports show them: nested groups flattened as `group/name`."""
-    keys = []
-    for key, value in params.items():
-        if isinstance(value, dict) and "grid_search" not in value:
-            keys += flat_keys(value, prefix=f"{prefix}{key}/")
-        else:
-            keys.append(f"{prefix}{key}")
-    return sorted(keys)

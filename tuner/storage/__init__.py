@@ -1,4 +1,4 @@
-"""Stage 5, keep results safe: experiment directories on any pyarrow filesystem (`filesystem`), tuner's
+"""Stage 4, keep results safe: experiment directories on any pyarrow filesystem (`filesystem`), tuner's
 own record of each experiment (`meta`: tuner.json), and what works around Ray 2.60's storage behaviour.
 
 Each workaround names the Ray behaviour it compensates for; when a Ray upgrade changes that behaviour,
@@ -16,8 +16,5 @@ saved_state           Ray rewrites its state files in place; a full disk leaves 
                       state atomically or refuses a torn file.
 trial_files           A report read from trial directories when Ray's experiment state does not parse
                       (the same cut-short rewrite). Unneeded with saved_state.
-moved_modules         Ray pickles tuner's callbacks and trial namers into its state by module path;
-                      experiments saved before the stage folders name the old paths. Unneeded once no
-                      experiment from before 2026-12-04 is kept.
 trial_names           Not a workaround: the `<space>_<trial id>` names, both ways.
 """

@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 META_FILE = "tuner.json"
-DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
 
 
 def default_experiment_name(space_name: str) -> str:

@@ -1,10 +1,12 @@
 """`<experiment>/tuner.json`: what tuner knows of an experiment that Ray's own state does not keep (the
-space module to load again on resume, the metric the reports rank by, the parameters shown as columns),
-read and written here only, as one typed record.
+space module to load again on resume, the parameters shown as columns, and the experiment's settings
+as `ExperimentSpec` holds them), read and written here only, as one typed record.
 
-Files written by older versions lack some fields: those take the defaults below, which are what those
-versions did (e.g. `parallel` came later; before it every multi-worker trial was ddp). Fields this
-version does not know, from a newer one, are kept when the record is written back.
+The settings are stored as their groups (`"budget": {"epochs": 5, ...}`), from the same declarations
+as the command line's options (tuner/settings/). Files written before the groups kept them flat
+(`"epochs": 5`); those are read into the groups, and a setting they lack takes its declared default,
+which is what those versions did. Fields this version does not know, from a newer one, are kept when
+the record is written back.
 """
 
 import dataclasses
@@ -12,50 +14,64 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.settings import GROUPS, Budget, Objective, Resources, Tuning
+from tuner.settings.declaration import as_record, from_record
+from tuner.settings.run import RunOptions
 from tuner.storage import filesystem
 
 FILE = filesystem.META_FILE
+DEFAULT_SEED = RunOptions().seed
 
 
 @dataclass(frozen=True)
 class ExperimentMeta:
     space: str  # the space's name
-    metric: str
-    mode: str  # "min" or "max"
     params: list[str]  # the hyperparameters, nested groups flattened as group/name
-    epochs: int
+    objective: Objective
+    budget: Budget = field(default_factory=Budget)
+    resources: Resources = field(default_factory=Resources)
+    tuning: Tuning = field(default_factory=Tuning)  # the search and scheduler that ran (`auto` resolved)
     source: str = ""  # the space module's absolute path: resume loads it again
     model: str | None = None  # how the space names its parts: a shipped name, or "<function> (own)"
     dataset: str | None = None
     train_loop: str | None = None
     data_dir: str | None = None  # --data-dir, for resume
-    num_samples: int = 1
-    workers: int = 1
-    parallel: str = "ddp"
-    cpus_per_worker: float = 1.0
-    gpus_per_worker: float = 0.0
-    search: str = "grid"
-    scheduler: str = "fifo"
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     started_at: float | None = None  # time.time() when `tuner run` started it
     ended_at: float | None = None  # ... when the last run or resume of it ended; None while one runs
     unread_params_warning: str | None = None  # param_space keys no trial read
     unknown: dict[str, Any] = field(default_factory=dict, compare=False)  # fields of a newer tuner
 
 
-_FIELDS = {f.name for f in dataclasses.fields(ExperimentMeta)} - {"unknown"}
+_PLAIN = {f.name for f in dataclasses.fields(ExperimentMeta)} - set(GROUPS) - {"unknown"}
+
+
+def to_record(meta: ExperimentMeta) -> dict[str, Any]:
+    record = {name: getattr(meta, name) for name in sorted(_PLAIN)}
+    record.update({group: as_record(getattr(meta, group)) for group in GROUPS})
+    return {**meta.unknown, **record}
+
+
+def from_json_record(record: dict[str, Any]) -> ExperimentMeta:
+    """The record as `to_record` writes it, or as tuner wrote it before the groups (flat settings)."""
+    groups = {}
+    used = set(_PLAIN)
+    for group, cls in GROUPS.items():
+        nested = record.get(group)
+        values = nested if isinstance(nested, dict) else record  # a flat file: the settings at the top
+        groups[group] = from_record(cls, values)
+        used |= {group} if isinstance(nested, dict) else {item.name for item in dataclasses.fields(cls)}
+    plain = {key: value for key, value in record.items() if key in _PLAIN}
+    unknown = {key: value for key, value in record.items() if key not in used}
+    return ExperimentMeta(**plain, **groups, unknown=unknown)
 
 
 def write(experiment_path: str, meta: ExperimentMeta) -> None:
-    record = {name: getattr(meta, name) for name in sorted(_FIELDS)}
-    filesystem.write_atomic(f"{experiment_path}/{FILE}", json.dumps({**meta.unknown, **record}, indent=2).encode())
+    filesystem.write_atomic(f"{experiment_path}/{FILE}", json.dumps(to_record(meta), indent=2).encode())
 
 
 def read(experiment_path: str) -> ExperimentMeta:
-    record = json.loads(filesystem.read_bytes(f"{experiment_path}/{FILE}"))
-    known = {key: value for key, value in record.items() if key in _FIELDS}
-    unknown = {key: value for key, value in record.items() if key not in _FIELDS}
-    return ExperimentMeta(**known, unknown=unknown)
+    return from_json_record(json.loads(filesystem.read_bytes(f"{experiment_path}/{FILE}")))
 
 
 def update(experiment_path: str, **changes: Any) -> None:

@@ -13,7 +13,7 @@ import pickletools
 
 import pyarrow.fs as pafs
 
-from tuner.storage import filesystem as storage
+from tuner.storage import filesystem
 
 EXPERIMENT_STATE = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, one file per driver session
 # What Ray's resume reads: of each pattern, the file with the greatest name (names carry timestamps).
@@ -27,7 +27,7 @@ PICKLE_FILES = (
 )
 
 
-def _whole(data: bytes, pattern: str) -> bool:
+def _parses_to_the_end(data: bytes, pattern: str) -> bool:
     try:
         if pattern in JSON_FILES:
             json.loads(data)
@@ -41,7 +41,7 @@ def _whole(data: bytes, pattern: str) -> bool:
 
 def cut_short(experiment_path: str) -> str | None:
     """The name of the first state file Ray would resume from that is not whole, or None."""
-    fs, path = storage.filesystem(experiment_path)
+    fs, path = filesystem.filesystem(experiment_path)
     names = [
         entry.base_name
         for entry in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
@@ -50,6 +50,6 @@ def cut_short(experiment_path: str) -> str | None:
     for pattern in JSON_FILES + PICKLE_FILES:
         if matching := fnmatch.filter(names, pattern):
             name = max(matching)
-            if not _whole(storage.read_bytes(f"{experiment_path}/{name}"), pattern):
+            if not _parses_to_the_end(filesystem.read_bytes(f"{experiment_path}/{name}"), pattern):
                 return name
     return None

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.fs
 
-from tuner.storage import filesystem as storage
+from tuner.storage import filesystem
 from tuner.storage.trial_names import trial_id_of
 
 UNKNOWN = "UNKNOWN"
@@ -57,7 +57,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, pd.DataFrame]]:
     """(trials, trial id -> its result rows flattened as Ray flattens them: config/lr, ...)."""
-    fs, path = storage.filesystem(experiment_path)
+    fs, path = filesystem.filesystem(experiment_path)
     trials, frames = [], {}
     for entry in sorted(fs.get_file_info(pyarrow.fs.FileSelector(path)), key=lambda e: e.path):
         params = read_text(fs, f"{entry.path}/params.json") if entry.type == pyarrow.fs.FileType.Directory else None

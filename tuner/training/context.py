@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from torch.utils.data import (
 from tuner.data.splits import Split, Splits, is_tensor_pair, split_size
 from tuner.training.batches import SlicedBatches
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig
-from tuner.training.parallel import DEFAULT, strategy
+from tuner.training.parallel import strategy
 
 CHECKPOINT_FILE = "checkpoint.pt"
 # What a report function receives: the epoch's metrics, and on rank 0 a directory holding the
@@ -141,6 +142,18 @@ class _DeviceLoader:
                 yield empty
 
 
+@dataclass(frozen=True)
+class LoopSetup:
+    """How one run of a train_loop is set up, the same for every caller (a Tune trial, each Ray Train
+    rank, the smoke step, a test): the budget, the seed, where it runs and how it spreads."""
+
+    epochs: int
+    seed: int  # the experiment's, unless the config has a `seed` of its own (run_trial_loop)
+    device: torch.device
+    parallel: str  # a name of tuner/settings/experiment.py STRATEGIES
+    max_batches: int | None = None  # the smoke step stops each data pass after this many batches
+
+
 class TrialContext:
     """`rank`, `world_size`, `device`, `epochs`, `seed`, `trial_id`, `data` (the space's Splits, or None),
     `parallel`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `evaluation_model`, `batches`,
@@ -151,25 +164,20 @@ class TrialContext:
         self,
         *,
         config: ReadTrackingConfig,
-        epochs: int,
-        seed: int,
-        device: torch.device,
+        setup: LoopSetup,
         data: Splits | None,
         trial_id: str,
         report: ReportFn,
         restored: dict[str, Any] | None = None,
-        max_batches: int | None = None,
-        parallel: str = DEFAULT,
     ):
-        self.config, self.epochs, self.seed, self.device, self.data = config, epochs, seed, device, data
-        self.trial_id = trial_id
-        self.max_batches = max_batches  # the smoke step's context stops each data pass after one batch
+        self.config, self.data, self.trial_id = config, data, trial_id
+        self.epochs, self.seed, self.device, self.parallel = setup.epochs, setup.seed, setup.device, setup.parallel
+        self.max_batches = setup.max_batches
         self._report, self._restored = report, restored
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = dist.get_rank() if distributed else 0
         self.world_size = dist.get_world_size() if distributed else 1
-        self.parallel = parallel
-        self._strategy = strategy(parallel, rank=self.rank, world_size=self.world_size, device=device)
+        self._strategy = strategy(self.parallel, rank=self.rank, world_size=self.world_size, device=self.device)
         self.start_epoch = restored["epoch"] + 1 if restored else 1
         self.epoch = self.start_epoch  # the epoch being trained: the next report is for it
         self._lineage = {"restored_from": restored["trial_id"], "restored_epoch": restored["epoch"]} if restored else {}

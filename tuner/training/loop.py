@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tuner.spec.signatures import call
+from tuner.signatures import call
 from tuner.training.context import TrialContext
 from tuner.training.losses import default_loss
 from tuner.training.metrics import Evaluation, MetricsSpec, batch_size_of

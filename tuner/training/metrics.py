@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from tuner.data.splits import Split
-from tuner.spec.signatures import is_torchmetric
+from tuner.signatures import is_torchmetric
 from tuner.training.context import TrialContext, autocast
 from tuner.training.losses import is_class_labels, matched, one_logit_per_sample
 

@@ -8,13 +8,12 @@ first report ends the run (and has saved the checkpoint, so unpicklable state sh
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-import torch
 
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
+from tuner.training.context import LoopSetup
 from tuner.training.result_keys import BOOKKEEPING
 from tuner.training.trial import Parts, run_trial_loop
 from tuner.training.user_traceback import UserCodeError
@@ -33,16 +32,14 @@ class SmokeResult:
 def smoke_test(
     parts: Parts,
     config: dict[str, Any],
+    setup: LoopSetup,
     *,
     data: Splits | None,
-    epochs: int,
-    seed: int,
-    device: torch.device,
     space: str,
-    parallel: str = "ddp",
 ) -> SmokeResult:
-    """Runs the loop until its first report; raises UserCodeError (with the user's traceback) if the
-    space's code raises, TunerError if it returns without reporting."""
+    """Runs the loop until its first report, each data pass stopped after one batch; raises
+    UserCodeError (with the user's traceback) if the space's code raises, TunerError if it returns
+    without reporting."""
     reports: list[dict[str, Any]] = []
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
@@ -51,18 +48,7 @@ def smoke_test(
 
     started = time.perf_counter()
     try:
-        run_trial_loop(
-            parts,
-            config,
-            data=data,
-            epochs=epochs,
-            seed=seed,
-            device=device,
-            trial_id="smoke",
-            report=report,
-            max_batches=1,
-            parallel=parallel,
-        )
+        run_trial_loop(parts, config, replace(setup, max_batches=1), data=data, trial_id="smoke", report=report)
     except _FirstReport:
         pass
     except TunerError:

@@ -3,7 +3,7 @@ the smoke step in the driver. The callers differ only in how they report and wha
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,9 @@ from tuner.data import DATASETS
 from tuner.data.splits import Splits
 from tuner.lazy import resolve
 from tuner.models import MODELS
-from tuner.spec.signatures import call, takes
+from tuner.signatures import call, takes
 from tuner.training.config_reads import ReadTrackingConfig
-from tuner.training.context import ReportFn, TrialContext
+from tuner.training.context import LoopSetup, ReportFn, TrialContext
 from tuner.training.loop import ComponentLoop
 from tuner.training.metrics import MetricsSpec
 
@@ -41,12 +41,12 @@ class Parts:
         optimizer: Callable[..., Any] | None = None,
         train_loop: TrainLoop | None = None,
     ) -> "Parts":
-        """A space module's fields (already checked by tuner.spec.space); shipped names become the shipped
+        """A space module's fields (already checked by the spec); shipped names become the shipped
         callables, which follow the same contract as a module's own."""
         build_model = resolve(MODELS[model]) if isinstance(model, str) else model
         load_data = resolve(DATASETS[dataset]) if isinstance(dataset, str) else dataset
         if train_loop is None:
-            assert build_model is not None, "tuner.spec.space requires a model or a train_loop"
+            assert build_model is not None, "the spec requires a model or a train_loop"
             train_loop = ComponentLoop(model=build_model, loss=loss, metrics=metrics, optimizer=optimizer)
         return cls(train_loop=train_loop, dataset=load_data)
 
@@ -71,36 +71,22 @@ def seed_everything(seed: int) -> None:
 def run_trial_loop(
     parts: Parts,
     config: dict[str, Any],
+    setup: LoopSetup,
     *,
     data: Splits | None,
-    epochs: int,
-    seed: int,
-    device: torch.device,
     trial_id: str,
     report: ReportFn,
     restored: dict[str, Any] | None = None,
-    max_batches: int | None = None,
-    parallel: str = "ddp",
 ) -> ReadTrackingConfig:
-    """Runs the loop on `config`; returns the config it got, which knows the keys that were read. `seed`
-    is the experiment's, unless the config has a `seed` of its own. `data`: the driver's, else loaded here."""
+    """Runs the loop on `config`; returns the config it got, which knows the keys that were read. The
+    seed is the setup's (the experiment's), unless the config has a `seed` of its own. `data`: the
+    driver's, else loaded here."""
     tracked = ReadTrackingConfig(config)
     if config.get("seed") is not None:
-        seed = tracked["seed"]
-    seed_everything(seed)
+        setup = replace(setup, seed=tracked["seed"])
+    seed_everything(setup.seed)
     if data is None and parts.dataset is not None:
         data = parts.load_data(tracked)
-    ctx = TrialContext(
-        config=tracked,
-        epochs=epochs,
-        seed=seed,
-        device=device,
-        data=data,
-        trial_id=trial_id,
-        report=report,
-        restored=restored,
-        max_batches=max_batches,
-        parallel=parallel,
-    )
+    ctx = TrialContext(config=tracked, setup=setup, data=data, trial_id=trial_id, report=report, restored=restored)
     parts.train_loop(tracked, ctx)
     return tracked

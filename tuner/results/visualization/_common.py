@@ -24,16 +24,16 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def score_column(meta: ExperimentMeta) -> str:
-    return best_column(meta.metric)
+    return best_column(meta.objective.metric)
 
 
 def scored(trials: pd.DataFrame, meta: ExperimentMeta) -> pd.DataFrame:
-    return report.scored(trials, meta.metric)
+    return report.scored(trials, meta.objective.metric)
 
 
 def no_score_figure(meta: ExperimentMeta, what: str) -> Figure:
     fig = new_figure(6, 2)
-    fig.suptitle(f"{what}: no trial has a score (best {meta.metric})")
+    fig.suptitle(f"{what}: no trial has a score (best {meta.objective.metric})")
     return fig
 
 

@@ -33,14 +33,14 @@ def plot_early_stopping(trials: pd.DataFrame, history: pd.DataFrame, meta: Exper
     count = len(trials)
     fig = new_figure(13, min(2.6 + 0.28 * max(count, 1), 24))
     bars, curves = fig.subplots(1, 2, width_ratios=(1, 1.2))
-    _bars(bars, trials, meta.epochs)
+    _bars(bars, trials, meta.budget.epochs)
     _curves(curves, trials, history, meta)
     present = [s for s in STATUS_COLORS if s in set(trials["status"])]
     handles: list[Artist] = [Patch(facecolor=STATUS_COLORS[s], edgecolor="0.3", label=s) for s in present]
     handles += [
         Line2D([], [], color="black", marker="o", linestyle="", markersize=4, label="best epoch"),
         Line2D([], [], color="black", marker="x", linestyle="", label="stopped before the budget"),
-        Line2D([], [], color="0.2", linestyle="--", label=f"budget: {meta.epochs} epochs"),
+        Line2D([], [], color="0.2", linestyle="--", label=f"budget: {meta.budget.epochs} epochs"),
     ]
     curves.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     none_scored = " (no trial has a score)" if count and scored(trials, meta).empty else ""
@@ -69,7 +69,7 @@ def _bars(ax: Axes, trials: pd.DataFrame, budget: int) -> None:
 
 
 def _curves(ax: Axes, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> None:
-    metric, budget = meta.metric, meta.epochs
+    metric, budget = meta.objective.metric, meta.budget.epochs
     for _, trial in trials.iterrows():
         rows = history[history["trial_id"] == trial["trial_id"]].sort_values("epoch")
         if rows.empty:

@@ -13,7 +13,7 @@ def plot_learning_curves(
 ) -> Figure:
     """`metric` (default: the experiment's) per epoch of the `top` best trials among those whose scores
     count, each labelled with its trial id and the hyperparameters that differ between trials."""
-    metric = metric or meta.metric
+    metric = metric or meta.objective.metric
     ranked = scored(trials, meta)
     if ranked.empty:
         return no_score_figure(meta, "learning curves")
@@ -36,7 +36,9 @@ def plot_learning_curves(
     ax.set_ylabel(metric)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
-    fig.suptitle(f"{metric} per epoch: top {len(shown)} of {plural(len(ranked), 'scored trial')} by best {meta.metric}")
+    fig.suptitle(
+        f"{metric} per epoch: top {len(shown)} of {plural(len(ranked), 'scored trial')} by best {meta.objective.metric}"
+    )
     # Below the axes, where long configs take width from nothing.
     fig.legend(title="rank, trial, config", fontsize="small", loc="outside lower center")
     return fig

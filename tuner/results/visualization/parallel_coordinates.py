@@ -60,7 +60,7 @@ def plot_parallel_coordinates(trials: pd.DataFrame, meta: ExperimentMeta) -> Fig
     axes = [_axis(name, ranked[name]) for name in names]
     scores = ranked[score].to_numpy(float)
     # Brighter is better whatever the mode, so the eye lands on the best lines.
-    cmap = colormaps["viridis" if meta.mode == "max" else "viridis_r"]
+    cmap = colormaps["viridis" if meta.objective.mode == "max" else "viridis_r"]
     low, high = scores.min(), scores.max()
     if low == high:  # one score: a narrow band around it, so the colorbar still reads as that value
         low, high = low - max(abs(low), 1.0) * 0.01, high + max(abs(high), 1.0) * 0.01
@@ -70,7 +70,7 @@ def plot_parallel_coordinates(trials: pd.DataFrame, meta: ExperimentMeta) -> Fig
     ax = fig.add_subplot()
     xs = np.arange(len(axes))
     ys = np.column_stack([a.positions for a in axes])
-    order = np.argsort(scores if meta.mode == "max" else -scores)  # the best are drawn last, on top
+    order = np.argsort(scores if meta.objective.mode == "max" else -scores)  # the best are drawn last, on top
     for i in order:
         ax.plot(xs, ys[i], color=cmap(norm(scores[i])), alpha=0.8, linewidth=1.5)
     for x, axis in zip(xs, axes):

@@ -17,21 +17,22 @@ context, nothing here imports Ray: Ray Train only starts the workers and their p
 from typing import TYPE_CHECKING
 
 from tuner.lazy import resolve
+from tuner.settings.experiment import STRATEGIES as NAMES
 from tuner.training.parallel.strategy import Strategy
 
 if TYPE_CHECKING:
     import torch
 
+# The settings declare the names a space may give; each is one class here.
 STRATEGIES: dict[str, str] = {
-    "ddp": "tuner.training.parallel.ddp:DistributedDataParallel",
-    "dp": "tuner.training.parallel.data_parallel:DataParallel",
-    "fsdp": "tuner.training.parallel.fsdp:FullyShardedDataParallel",
-    "pipeline": "tuner.training.parallel.pipeline:Pipeline",
+    "ddp": "tuner.training.parallel.ddp:DDPStrategy",
+    "dp": "tuner.training.parallel.data_parallel:DataParallelStrategy",
+    "fsdp": "tuner.training.parallel.fsdp:FSDPStrategy",
+    "pipeline": "tuner.training.parallel.pipeline:PipelineStrategy",
 }
-MULTI_WORKER = ("ddp", "fsdp", "pipeline")  # run as Ray Train workers, one process per rank
-DEFAULT = "ddp"
+assert tuple(STRATEGIES) == NAMES, "every strategy the settings name has a class here, and no other"
 
-__all__ = ["DEFAULT", "MULTI_WORKER", "STRATEGIES", "Strategy", "strategy"]
+__all__ = ["STRATEGIES", "Strategy", "strategy"]
 
 
 def strategy(name: str, *, rank: int, world_size: int, device: "torch.device") -> Strategy:

@@ -11,7 +11,7 @@ from torch import nn
 from tuner.training.parallel.strategy import Strategy
 
 
-class DataParallel(Strategy):
+class DataParallelStrategy(Strategy):
     def prepare(self, model: nn.Module) -> nn.Module:
         model = model.to(self.device)
         if self.device.type != "cuda":

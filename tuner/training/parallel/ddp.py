@@ -6,7 +6,7 @@ from torch import nn
 from tuner.training.parallel.strategy import Strategy
 
 
-class DistributedDataParallel(Strategy):
+class DDPStrategy(Strategy):
     def prepare(self, model: nn.Module) -> nn.Module:
         model = model.to(self.device)
         device_ids = [self.device] if self.device.type == "cuda" else None

@@ -28,7 +28,7 @@ from tuner.training.parallel.strategy import Strategy
 FULL_STATE = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
-class FullyShardedDataParallel(Strategy):
+class FSDPStrategy(Strategy):
     lockstep_evaluation = True  # each forward gathers parameters from every rank
 
     def prepare(self, model: nn.Module) -> nn.Module:

@@ -159,7 +159,7 @@ def _to_cpu(value: Any) -> Any:
     return value
 
 
-class Pipeline(Strategy):
+class PipelineStrategy(Strategy):
     @property
     def data_shard(self) -> tuple[int, int]:
         return 0, 1  # every stage reads the same batches

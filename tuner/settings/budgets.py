@@ -1,12 +1,10 @@
-"""Budgets beyond `num_samples`: `--time-budget 30m` and `--stop "val_acc>=0.98"`."""
+"""The two small languages of budgets beyond `num_samples`: `--time-budget 30m` and `--stop "val_acc>=0.98"`.
+Read here without Ray; `tuner/execution/stopper.py` makes a stop condition Ray Tune's Stopper."""
 
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-
-from ray import tune
+from dataclasses import dataclass
 
 from tuner.errors import TunerError
 
@@ -38,27 +36,19 @@ def format_duration(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-@dataclass
-class MetricThreshold(tune.Stopper):
-    """Ends the whole experiment once any trial's metric crosses the threshold: a config that is
-    good enough has been found, and the rest of the budget is saved."""
+@dataclass(frozen=True)
+class StopCondition:
+    """`metric op value`: the experiment ends once any trial's metric crosses the threshold."""
 
     metric: str
     op: str
     value: float
-    reached: bool = field(default=False, init=False)
 
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        score = result.get(self.metric)
-        if score is not None and OPERATORS[self.op](score, self.value):
-            self.reached = True
-        return self.reached
-
-    def stop_all(self) -> bool:
-        return self.reached
+    def reached(self, score: float) -> bool:
+        return OPERATORS[self.op](score, self.value)
 
 
-def parse_stop(text: str) -> MetricThreshold:
+def parse_stop(text: str) -> StopCondition:
     match = re.fullmatch(r"\s*(\w+)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*", text)
     if match is None:
         raise TunerError(f'stop condition {text!r} is not METRIC OP NUMBER; write e.g. "val_acc>=0.98"')
@@ -67,4 +57,4 @@ def parse_stop(text: str) -> MetricThreshold:
         value = float(raw)
     except ValueError:
         raise TunerError(f"stop condition {text!r}: {raw!r} is not a number") from None
-    return MetricThreshold(metric, op, value)
+    return StopCondition(metric, op, value)

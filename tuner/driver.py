@@ -1,0 +1,136 @@
+"""`tuner.run` and `tuner.resume`, top to bottom: the spec, the search plan, the trials on Ray, the
+record in storage, the report. Each step is one call into its stage; this module is the only one that
+knows their order, and no stage calls a stage above it."""
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tuner.errors import TunerError
+from tuner.execution import preparation, tracking, tune_run
+from tuner.execution.cluster import connect
+from tuner.results import report
+from tuner.search.plan import plan as search_plan
+from tuner.settings import RunOptions, Tuning
+from tuner.spec import space as space_modules
+from tuner.spec.param_space import flat_keys
+from tuner.spec.space import ExperimentSpec
+from tuner.storage import filesystem, saved_state
+from tuner.storage import meta as meta_file
+from tuner.storage.meta import ExperimentMeta
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    experiment_path: str
+    trials: pd.DataFrame
+    metric: str
+    params: list[str]
+    unread: str | None = None  # the warning naming param_space keys no trial read
+
+
+def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
+    """Run an experiment: every check that can be made before Ray starts, then its trials on Ray Tune."""
+    storage_path = filesystem.normalize(options.storage_path)
+    name = options.name or filesystem.default_experiment_name(spec.name)
+    experiment_path = _new_experiment_path(storage_path, name)
+    if options.mlflow:
+        tracking.check_installed()
+    plan = search_plan(spec, options.seed)
+    for notice in plan.notices:
+        log.info("tuner: %s", notice)
+    ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
+    with preparation.data_dir(options.data_dir), tune_run.interruptible(experiment_path):
+        prepared = preparation.while_ray_starts(lambda: preparation.load_and_smoke(spec, options.seed, options.smoke))
+        with connect(options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs):
+            ready = prepared()
+            max_concurrent = spec.resources.max_concurrent or tune_run.trials_that_fit(spec.resources)
+            tune_run.pickle_by_value(spec.local_modules)
+            meta = _meta(spec, plan.tuning, options)
+            meta_file.write(experiment_path, meta)
+            setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
+            tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)
+            unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
+        trials = report.write(experiment_path)
+    return Outcome(experiment_path, trials, spec.objective.metric, meta.params, unread)
+
+
+def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
+    """Continue an interrupted experiment: unfinished and errored trials go on from their latest
+    checkpoints; finished trials are kept as they are and not run again. Of `options`, the cluster, the
+    output and `data_dir` (if the data moved since the run) apply; the rest is the experiment's own."""
+    experiment_path = filesystem.normalize(experiment_path)
+    meta = report.load_meta(experiment_path)
+    spec = _spec_of(meta, experiment_path)
+    if torn := saved_state.cut_short(experiment_path):
+        raise TunerError(
+            f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
+            "written when the disk filled); the results so far are kept: python -m tuner report "
+            f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`"
+        )
+    ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
+    with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
+        loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
+        with connect(options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs):
+            ready = loaded()
+            tune_run.pickle_by_value(spec.local_modules)
+            setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
+            tuner = tune_run.restored_tuner(experiment_path, setup)
+            # Running again: `tuner list` tells a live run by the end it has not recorded yet.
+            meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None))
+            unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
+        trials = report.write(experiment_path)
+    return Outcome(experiment_path, trials, meta.objective.metric, meta.params, unread)
+
+
+def _new_experiment_path(storage_path: str, name: str) -> str:
+    experiment_path = f"{storage_path.rstrip('/')}/{name}"
+    if filesystem.exists(experiment_path):
+        raise TunerError(
+            f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)"
+        )
+    if problem := filesystem.write_problem(storage_path):
+        raise TunerError(f"cannot write to --storage-path {storage_path}: {problem}; pick another --storage-path")
+    return experiment_path
+
+
+def _meta(spec: ExperimentSpec, tuning: Tuning, options: RunOptions) -> ExperimentMeta:
+    """Everything `resume` and the reports need that Ray's own tuner.pkl does not keep."""
+    return ExperimentMeta(
+        space=spec.name,
+        params=flat_keys(spec.param_space),
+        objective=spec.objective,
+        budget=spec.budget,
+        resources=spec.resources,
+        tuning=tuning,
+        source=str(Path(spec.source).resolve()) if spec.source else "",
+        model=_describe(spec.model),
+        dataset=_describe(spec.dataset),
+        train_loop=_describe(spec.train_loop),
+        data_dir=options.data_dir,
+        seed=options.seed,
+        started_at=time.time(),
+    )
+
+
+def _describe(part: object) -> str | None:
+    """How tuner.json names a space's part: a shipped name as it is, a callable by its name."""
+    if part is None or isinstance(part, str):
+        return part
+    return f"{getattr(part, '__qualname__', type(part).__name__)} (own)"
+
+
+def _spec_of(meta: ExperimentMeta, experiment_path: str) -> ExperimentSpec:
+    """The experiment's space module, loaded again: its code is what the trials run."""
+    if not Path(meta.source).is_file():
+        raise TunerError(
+            f"cannot resume {experiment_path}: its space module {meta.source or '(unknown)'} is gone; put "
+            "it back where it was (trials run its code), or start again with `tuner run`"
+        )
+    return space_modules.load(meta.source)

@@ -1,0 +1,247 @@
+"""An experiment handed to Ray Tune: the Tuner built from the spec and the search plan (or restored
+from storage), fitted, and what the fit leaves behind recorded in tuner.json. Everything here is an
+adapter to Ray's API; the driver (tuner/driver.py) says in which order it happens."""
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import ray
+from ray import tune
+
+from tuner.data.splits import Splits
+from tuner.errors import Interrupted, TunerError
+from tuner.execution import tracking
+from tuner.execution.console import LiveProgress
+from tuner.execution.stopper import MetricThreshold
+from tuner.execution.trainable import TrialSetup, trainable
+from tuner.ray_compat import env, errors, logs
+from tuner.search import schedulers
+from tuner.search.plan import SearchPlan
+from tuner.settings import Resources, RunOptions
+from tuner.spec import hyperparameters
+from tuner.spec.param_space import flat_keys
+from tuner.spec.space import ExperimentSpec
+from tuner.storage import filesystem
+from tuner.storage import meta as meta_file
+from tuner.storage.checkpoint_retention import RetireCheckpoints, retire_after_fit
+from tuner.storage.meta import ExperimentMeta
+from tuner.storage.trial_logs import KeepResultRows
+from tuner.storage.trial_names import TrialNamer
+from tuner.training.config_reads import RESULT_KEY, reads_of, unread_warning
+from tuner.training.trial import Parts
+
+log = logging.getLogger(__name__)
+# Per RunOptions.verbose: Ray Tune's own reporter only when asked for (tuner.execution.console says why), and
+# Ray's INFO logs from every process (a checkpoint saved, a worker group started) only then too.
+TUNE_VERBOSITY = {0: 0, 1: 0, 2: 1}
+RAY_LOG_LEVELS = {0: "WARNING", 1: "WARNING", 2: "INFO"}
+
+
+def trials_that_fit(resources: Resources) -> int:
+    """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
+    cluster = ray.cluster_resources()
+    if resources.parallel == "dp" and not cluster.get("GPU"):
+        raise TunerError(
+            "parallel = 'dp' runs nn.DataParallel over GPUs, and the Ray cluster has none; use "
+            "--parallel ddp --workers N to train one trial over several CPU processes"
+        )
+    fits = math.inf
+    for resource, per_worker, flag in (
+        ("CPU", resources.cpus_per_worker, "--cpus-per-worker"),
+        ("GPU", resources.gpus_per_worker, "--gpus-per-worker"),
+    ):
+        if per_worker <= 0:
+            continue
+        need, have = resources.workers * per_worker, cluster.get(resource, 0.0)
+        if need > have:
+            raise TunerError(
+                f"a trial needs {resources.workers} workers x {per_worker:g} {resource} = {need:g} {resource}, "
+                f"but the Ray cluster has {have:g}; lower --workers or {flag}"
+            )
+        fits = min(fits, int(have // need))
+    return int(fits)
+
+
+def trial_setup(
+    parts: Parts, data: Splits | None, meta: ExperimentMeta, experiment_path: str, verbose: int
+) -> TrialSetup:
+    return TrialSetup(
+        parts=parts,
+        data=ray.put(data) if data is not None else None,
+        epochs=meta.budget.epochs,
+        seed=meta.seed,
+        resources=meta.resources,
+        experiment_path=experiment_path,
+        ray_logs=RAY_LOG_LEVELS[verbose],
+    )
+
+
+def new_tuner(
+    spec: ExperimentSpec,
+    plan: SearchPlan,
+    options: RunOptions,
+    setup: TrialSetup,
+    name: str,
+    storage_path: str,
+    max_concurrent: int,
+) -> tune.Tuner:
+    callbacks: list[tune.Callback] = [KeepResultRows()]
+    if options.verbose == 1:
+        callbacks.append(
+            LiveProgress(
+                spec.objective.metric,
+                spec.objective.mode,
+                flat_keys(spec.param_space),
+                spec.budget.epochs,
+                spec.budget.time_budget_s,
+            )
+        )
+    if options.mlflow:
+        callbacks.append(tracking.mlflow_callback(options.mlflow, name))
+        uri = tracking.tracking_uri(options.mlflow)
+        log.info(
+            "mlflow: every trial is a run of experiment %s in %s (mlflow ui --backend-store-uri %s)", name, uri, uri
+        )
+    if plan.retires_checkpoints:
+        callbacks.append(RetireCheckpoints())
+    stop = spec.budget.stop_condition
+    return tune.Tuner(
+        trainable(setup),
+        param_space=plan.param_space,
+        tune_config=tune.TuneConfig(
+            metric=spec.objective.metric,
+            mode=spec.objective.mode,
+            num_samples=plan.num_samples,
+            search_alg=plan.search_algorithm(max_concurrent),
+            scheduler=plan.scheduler,
+            time_budget_s=spec.budget.time_budget_s,
+            trial_name_creator=TrialNamer(spec.name),
+            trial_dirname_creator=TrialNamer(spec.name),
+            # A trial's process is the next trial's: no process start, and torch's one-off cost of
+            # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
+            # Not for multi-worker trials: Tune keeps a paused trial's actor for reuse with its
+            # training thread parked in tune.report, and that thread's Train run would keep its
+            # worker group, so under synchronous PBT the trial that should run next never gets one.
+            reuse_actors=spec.resources.in_process,
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=storage_path,
+            stop=MetricThreshold(stop) if stop is not None else None,
+            verbose=TUNE_VERBOSITY[options.verbose],
+            callbacks=callbacks,
+            failure_config=tune.FailureConfig(max_failures=options.max_failures),
+            # No num_to_keep: Ray would delete a checkpoint the saved state may still point at.
+            checkpoint_config=tune.CheckpointConfig(
+                checkpoint_score_attribute=spec.objective.metric,
+                checkpoint_score_order=spec.objective.mode,
+            ),
+        ),
+    )
+
+
+def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
+    if not tune.Tuner.can_restore(experiment_path):
+        raise TunerError(
+            f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
+            "first trial was recorded); start it again with `tuner run --name <a new name>`"
+        )
+    try:
+        return tune.Tuner.restore(
+            experiment_path, trainable=trainable(setup), resume_unfinished=True, resume_errored=True
+        )
+    except (ModuleNotFoundError, AttributeError) as error:
+        if "tuner" not in str(error):
+            raise
+        raise TunerError(
+            f"cannot resume {experiment_path}: its saved state names tuner code this version "
+            f"of tuner does not have ({error}); the results so far are kept: python -m tuner "
+            f"report {experiment_path}; resume it with the tuner that started it, or start "
+            "again with `tuner run --name <a new name>`"
+        ) from None
+
+
+def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: int) -> str | None:
+    """Run the trials; returns the warning about param_space keys no trial read (None if every key was
+    read), also kept in tuner.json."""
+    try:
+        with (
+            env.quiet_tune_reporter(verbose),
+            env.frequent_snapshots(),
+            logs.quiet_analysis_warnings(),
+            logs.quiet_pbt_reuse_advice(),
+        ):
+            try:
+                results = tuner.fit()
+            finally:  # Ctrl-C included: the run has ended either way
+                _record_end(experiment_path)
+        if results.num_errors:
+            # Ray may also end normally, its trials failed on the storage: the same error, and nothing
+            # deleted or rewritten (retiring checkpoints would free space and hide the cause).
+            check_storage(experiment_path)
+        if schedulers.retires_checkpoints(meta.tuning.scheduler):
+            retire_after_fit(results)
+        return _unread(results, meta, experiment_path)
+    except TunerError:
+        raise
+    except Exception as error:
+        # A full or read-only storage makes Ray fail in many places (checkpoints, state files, even
+        # its own error files); what the user must know is that the storage is the cause.
+        check_storage(experiment_path)
+        if errors.is_missing_metric(error):
+            raise TunerError(
+                f"a trial reported without metric {meta.objective.metric!r}, which the search ranks by; "
+                "report it in every ctx.report, or set metric to a name the loop reports (the "
+                f"smoke step checks this, unless --no-smoke); results so far: {experiment_path}"
+            ) from None
+        raise
+
+
+def _record_end(experiment_path: str) -> None:
+    """When this run of the experiment ended, for `tuner list` (tuner/results/experiments.py)."""
+    try:
+        meta_file.update(experiment_path, ended_at=time.time())
+    except OSError:
+        pass  # a full disk: check_storage says so; the status is only a listing's nicety
+
+
+def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str) -> str | None:
+    # ResultGrid iterates by __getitem__ and __len__, which mypy does not count as iterable.
+    reported = [result.metrics.get(RESULT_KEY) for result in results if result.metrics]  # type: ignore[attr-defined]
+    if not any(reported):
+        return None  # no trial got as far as reporting
+    keys = sorted({param.split("/")[0] for param in meta.params})
+    warning = unread_warning(keys, reads_of(reported), known=hyperparameters.KNOWN)
+    meta_file.update(experiment_path, unread_params_warning=warning)
+    return warning
+
+
+def check_storage(experiment_path: str) -> None:
+    if problem := filesystem.write_problem(experiment_path):
+        raise TunerError(
+            f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
+            f"or make it writable, then: python -m tuner resume {experiment_path}"
+        ) from None
+
+
+@contextmanager
+def interruptible(experiment_path: str) -> Iterator[None]:
+    """A first Ctrl-C makes Ray Tune save its state and return; a second one (while Ray saves, the
+    report is written or Ray shuts down) ends here, resumable all the same once the experiment exists."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if filesystem.exists(f"{experiment_path}/{filesystem.META_FILE}"):
+            raise Interrupted(experiment_path) from None
+        raise
+
+
+def pickle_by_value(module_names: tuple[str, ...]) -> None:
+    """The space module's neighbours travel to workers by value (ExperimentSpec.local_modules)."""
+    for name in module_names:
+        if name in sys.modules:
+            ray.cloudpickle.register_pickle_by_value(sys.modules[name])

@@ -1,0 +1,57 @@
+"""Environment variables Ray reads, set for as long as tuner needs them and then put back."""
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+
+@contextmanager
+def variable(name: str, value: str | None, *, user_wins: bool = False) -> Iterator[None]:
+    """`name` set to `value` (None: left as it is) for the block; with `user_wins`, a value the user
+    set stays. Put back as it was afterwards."""
+    previous = os.environ.get(name)
+    if value is not None and not (user_wins and previous is not None):
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def quiet_tune_reporter(verbose: int) -> AbstractContextManager[None]:
+    """Ray Tune's reporter only at -v: its quietest level still prints an experiment table and a
+    TensorBoard hint, while its older engine (RAY_AIR_NEW_OUTPUT=0) prints nothing at verbose=0.
+    Can go when Ray Tune's verbose=0 prints nothing with the new engine."""
+    return variable("RAY_AIR_NEW_OUTPUT", "0" if verbose < 2 else None)
+
+
+# How often Ray saves the experiment state and result rows to storage: what a killed driver or a full
+# disk leaves for `tuner resume` and `tuner report`. Ray's default waits 10 s or more. Not a
+# workaround but a choice; it stays as long as Ray reads this variable.
+SNAPSHOT_PERIOD_S = "2"
+
+
+def frequent_snapshots() -> AbstractContextManager[None]:
+    return variable("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S, user_wins=True)
+
+
+# Ray Train's controller learns of a report only when it next polls its workers, every 2 s by default,
+# and the workers wait after each report until Tune has its checkpoint (checkpoint_bridge.py): at 2 s,
+# every epoch of a multi-worker trial took at least 2 s however short it was (bench/overhead.py, rows
+# (d) and (d2)). A poll is one small remote call per worker. Ray passes the variable from the process
+# that calls fit() to the controller. Can go when Train's controller hears of reports without polling
+# (bench/overhead.py row (d2) then equals (d)).
+POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.1"
+
+
+def fast_train_polls() -> AbstractContextManager[None]:
+    return variable(POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S, user_wins=True)
+
+
+def local_instance_log_level(level: str) -> AbstractContextManager[None]:
+    """The level of the Ray loggers in the processes of a local instance that starts inside the block:
+    its raylet starts them with this process's environment (a cluster's own nodes keep their level)."""
+    return variable("RAY_LOGGER_LEVEL", level.lower())

@@ -1,0 +1,41 @@
+"""Imports of Ray's private modules, each with why there is no public way yet. Imported on first use:
+a Ray release that moves one breaks the function that needs it, with Ray's ImportError naming it."""
+
+from collections.abc import Callable
+from typing import Any
+
+
+def train_context_file() -> str:
+    """The path Ray 2.60 names Train's worker-context logger by (see logs.train_report_lines)."""
+    from ray.train.v2._internal.execution import context
+
+    return str(context.__file__)
+
+
+def send_token_if_available() -> None:
+    """Ray's own switch that turns token mode on for this client when a token is available and
+    RAY_AUTH_MODE is unset; it also reloads Ray's config, which read RAY_AUTH_MODE when Ray was
+    imported. Ray does this itself only for a local instance it starts; can go when `ray.init(address=...)`
+    sends an available token by itself."""
+    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+def function_trainable_class(trainable: Callable[..., Any], name: str) -> type:
+    """The class Ray Tune builds for a function trainable, to subclass (tuner's multi-worker trial waits
+    in its `cleanup` for the trial's Train run to end). `ray.tune` exports no way to build it; can go
+    when Tune lets a function trainable add its own cleanup."""
+    from ray.tune.trainable.function_trainable import wrap_function
+
+    return wrap_function(trainable, name=name)
+
+
+def first_variant(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The config Ray's grid generator gives first, its sampled values drawn with `seed`: what the smoke
+    step runs before Ray starts. `ray.tune` exports no function for one variant; can go when it does."""
+    import numpy as np
+    from ray.tune.search.variant_generator import generate_variants
+
+    _, variant = next(generate_variants({"config": param_space}, random_state=np.random.RandomState(seed)))
+    return variant["config"]

@@ -1,0 +1,67 @@
+"""What an experiment's search will be, decided once before Ray starts: `plan(spec, seed)` resolves
+`--search auto`, checks that the search, the scheduler and the space fit together, and returns the
+searcher, the scheduler, the number of trials and the notices to print. The driver hands it to Ray
+Tune as it is."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from ray.tune.schedulers import TrialScheduler
+
+from tuner.errors import TunerError
+from tuner.search import schedulers, searchers
+from tuner.settings import Tuning
+from tuner.spec.space import ExperimentSpec
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    tuning: Tuning  # the search and scheduler that run: `auto` resolved
+    num_samples: int  # Tune's num_samples: trials in all under random and the model-based searchers
+    param_space: dict[str, Any]  # as the Tuner gets it (grid axes as choices where the searcher samples)
+    scheduler: TrialScheduler | None
+    notices: tuple[str, ...]  # one line each, printed before the first trial
+    seed: int
+    space: dict[str, Any]  # the space's own param_space, which the searcher draws from
+
+    def search_algorithm(self, max_concurrent: int) -> Any:
+        """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
+        (known once Ray says how many fit)."""
+        return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
+
+    @property
+    def retires_checkpoints(self) -> bool:
+        return schedulers.retires_checkpoints(self.tuning.scheduler)
+
+
+def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
+    tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
+    if tuning.search == "auto":
+        choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs)
+        tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
+        num_samples = choice.num_samples
+        notices.append(choice.reason)
+    try:
+        searchers.check(tuning.search, spec.param_space)
+        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
+    except TunerError as error:
+        raise TunerError(f"space {spec.name}: {error}") from None
+    notices += [
+        notice
+        for notice in (
+            searchers.grid_notice(tuning.search, spec.param_space, num_samples),
+            searchers.random_notice(tuning.search, spec.param_space, num_samples),
+        )
+        if notice
+    ]
+    return SearchPlan(
+        tuning=tuning,
+        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples),
+        param_space=searchers.tuner_space(tuning.search, spec.param_space),
+        scheduler=schedulers.trial_scheduler(
+            tuning.scheduler, tuning.search, spec.param_space, spec.budget.epochs, tuning.pbt_mutable
+        ),
+        notices=tuple(notices),
+        seed=seed,
+        space=spec.param_space,
+    )

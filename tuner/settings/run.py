@@ -1,0 +1,72 @@
+"""The settings of one run of an experiment that are not the experiment itself: where it is kept, its
+seed, where Ray runs, how much is printed. `RunOptions` is what `tuner.run` takes; the command line's
+options for them are generated from these declarations, as for the experiment's own settings."""
+
+import os
+from dataclasses import dataclass, field
+
+from tuner.settings.declaration import check, setting
+from tuner.settings.kinds import Flag, Path, PlainName, Whole
+
+DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
+DEFAULT_MLFLOW_STORE = "./mlflow.db"  # MLflow 3 refuses its old ./mlruns file store; SQLite is its default now
+DEFAULT_DASHBOARD_PORT = 8265
+LOOPBACK = "127.0.0.1"
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where trials run: a local Ray instance that tuner starts, or an existing cluster."""
+
+    address: str | None = setting(
+        None,
+        Path(),
+        "an existing Ray cluster (auto, host:port, ray://...); default: RAY_ADDRESS, else a new local instance",
+        optional=True,
+    )
+    dashboard: bool = setting(False, Flag(), f"start the local Ray instance with its dashboard on {LOOPBACK}")
+    dashboard_port: int = setting(DEFAULT_DASHBOARD_PORT, Whole(1, 65535), "the dashboard's port")
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    @property
+    def target(self) -> str:
+        # "local" rather than Ray's default, which silently joins any cluster `ray start` left running.
+        return self.address or os.environ.get("RAY_ADDRESS") or "local"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    storage_path: str = setting(DEFAULT_STORAGE_PATH, Path(), "where experiments go: a local path or pyarrow-fs URI")
+    name: str | None = setting(
+        None, PlainName(), "experiment directory name (default: <space>-<timestamp>)", optional=True
+    )
+    seed: int = setting(0, Whole(0, MAX_SEED), "seeds sampling and every trial's initialisation and shuffling")
+    data_dir: str | None = setting(
+        None, Path(), "root of local torchvision datasets (or TUNER_DATA_DIR)", optional=True
+    )
+    max_failures: int = setting(2, Whole(0), "retries of a crashed trial, each from its latest checkpoint")
+    smoke: bool = setting(
+        True,
+        Flag(),
+        "skip the smoke step (one batch of the space's code on the first config, run while Ray starts)",
+        flag="--no-smoke",
+        argparse={"action": "store_false"},
+    )
+    # 0: nothing printed but through logging (the default from Python), 1: tuner's live view on stdout
+    # (the command line's default), 2: Ray's own full output. No option of its own: the command line
+    # sets it from -q and -v (tuner/cli.py).
+    verbose: int = setting(0, Whole(0, 2), "how much is printed", flag=None)
+    mlflow: str | None = setting(
+        None,
+        Path(),
+        f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])",
+        optional=True,
+        argparse={"nargs": "?", "const": DEFAULT_MLFLOW_STORE, "metavar": "URI"},
+    )
+    cluster: Cluster = field(default_factory=Cluster)
+
+    def __post_init__(self) -> None:
+        check(self)
