@@ -81,7 +81,7 @@ def no_ray_left_running() -> Iterator[None]:
 def own_ray(capsys) -> None:
     """For an in-process run that starts its own Ray, as `tuner run` does: the data load and the smoke
     step run while it starts, and multi-worker trials get the State API that a Ray started by tuner has
-    (tuner/execution/cluster.py, Cluster.state_api). The shared instance stops for it."""
+    (tuner/execution/cluster.py, connect(state_api=...)). The shared instance stops for it."""
     if ray.is_initialized():
         ray.shutdown()
         capsys.readouterr()  # the log lines Ray flushes as it shuts down are the earlier tests'

@@ -13,6 +13,7 @@ from tuner import cli
 from tuner.errors import TunerError
 from tuner.settings import GROUPS, Budget, Cluster, Objective, Resources, RunOptions, Tuning
 from tuner.settings.declaration import settings_of
+from tuner.spec.space import ExperimentSpec
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 
@@ -158,3 +159,11 @@ def test_tuner_run_refuses_a_bad_option_before_torch_loads():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert "argument --epochs: must be an integer >= 1, not 0" in result.stderr
     assert result.stdout.strip() == "2 []"
+
+
+def test_a_name_that_is_no_setting_is_one_line_not_a_type_error():
+    valid = {"metric": "val_acc", "mode": "max", "param_space": {"lr": 0.1}, "model": "mlp", "dataset": "digits"}
+    with pytest.raises(TunerError, match="space py: epoch is no name a space defines; those are .*epochs"):
+        ExperimentSpec.of("py", epoch=3, **valid)
+    with pytest.raises(TunerError, match="epoch: no such setting"):
+        ExperimentSpec.of("py", **valid).with_overrides(epoch=3)

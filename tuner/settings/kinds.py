@@ -111,8 +111,10 @@ class PlainName(Kind):
 
 
 @dataclass(frozen=True)
-class Path(Kind):
-    expect = "a path"
+class Text(Kind):
+    """A path, an address or a URI: what it names is checked where it is used."""
+
+    expect = "a non-empty string"
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str) and bool(value)

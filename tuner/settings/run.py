@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from tuner.settings.declaration import check, setting
-from tuner.settings.kinds import Flag, Path, PlainName, Whole
+from tuner.settings.kinds import Flag, PlainName, Text, Whole
 
 DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
 DEFAULT_MLFLOW_STORE = "./mlflow.db"  # MLflow 3 refuses its old ./mlruns file store; SQLite is its default now
@@ -21,7 +21,7 @@ class Cluster:
 
     address: str | None = setting(
         None,
-        Path(),
+        Text(),
         "an existing Ray cluster (auto, host:port, ray://...); default: RAY_ADDRESS, else a new local instance",
         optional=True,
     )
@@ -39,13 +39,13 @@ class Cluster:
 
 @dataclass(frozen=True)
 class RunOptions:
-    storage_path: str = setting(DEFAULT_STORAGE_PATH, Path(), "where experiments go: a local path or pyarrow-fs URI")
+    storage_path: str = setting(DEFAULT_STORAGE_PATH, Text(), "where experiments go: a local path or pyarrow-fs URI")
     name: str | None = setting(
         None, PlainName(), "experiment directory name (default: <space>-<timestamp>)", optional=True
     )
     seed: int = setting(0, Whole(0, MAX_SEED), "seeds sampling and every trial's initialisation and shuffling")
     data_dir: str | None = setting(
-        None, Path(), "root of local torchvision datasets (or TUNER_DATA_DIR)", optional=True
+        None, Text(), "root of local torchvision datasets (or TUNER_DATA_DIR)", optional=True
     )
     max_failures: int = setting(2, Whole(0), "retries of a crashed trial, each from its latest checkpoint")
     smoke: bool = setting(
@@ -61,7 +61,7 @@ class RunOptions:
     verbose: int = setting(0, Whole(0, 2), "how much is printed", flag=None)
     mlflow: str | None = setting(
         None,
-        Path(),
+        Text(),
         f"log every trial to MLflow (default store {DEFAULT_MLFLOW_STORE}; needs tuner[mlflow])",
         optional=True,
         argparse={"nargs": "?", "const": DEFAULT_MLFLOW_STORE, "metavar": "URI"},

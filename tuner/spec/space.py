@@ -88,6 +88,9 @@ class ExperimentSpec:
                 grouped[SETTING_NAMES[key]][key] = value
             else:
                 rest[key] = value
+        if unknown := sorted(set(rest) - MODULE_NAMES - {"source", "local_modules"}):
+            known = ", ".join(sorted(MODULE_NAMES | set(SETTING_NAMES)))
+            raise TunerError(f"space {name}: {', '.join(unknown)} is no name a space defines; those are {known}")
         try:
             groups = {group: GROUPS[group](**given) for group, given in grouped.items()}
         except TunerError as error:
@@ -104,6 +107,8 @@ class ExperimentSpec:
                     f"({', '.join(self.param_space) or 'empty'}) nor one tuner's loop reads "
                     f"({', '.join(hyperparameters.KNOWN)})"
                 )
+        if unknown := sorted(set(settings) - set(SETTING_NAMES)):
+            raise TunerError(f"{', '.join(unknown)}: no such setting; the settings are {', '.join(SETTING_NAMES)}")
         changes: dict[str, Any] = {"param_space": {**self.param_space, **(fixed or {})}}
         for group in GROUPS:
             given = {key: value for key, value in settings.items() if value is not None and SETTING_NAMES[key] == group}
