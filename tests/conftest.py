@@ -28,9 +28,6 @@ param_space = {
 """
 
 
-_session: pytest.Session | None = None
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """tests/e2e/ runs `tuner` as a user does (a process, or main() and run() in this one): the slow tier."""
     for item in items:
@@ -39,21 +36,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    global _session
-    _session = session
+    """Ray down before the interpreter's teardown: no_ray_left_running does it after each module, this is
+    for one started outside a module's tests."""
+    if ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """End the test process once pytest has reported, skipping the interpreter's teardown: in CI it once
-    segfaulted after printing the summary (exit 139), with Ray's and torch's native threads from the
-    in-process tests still there. The exit status is pytest's own; a crash before this still prints
-    where it happened."""
+    """The interpreter's teardown runs in full and a crash in it fails the run: in CI it once segfaulted
+    after printing the summary (exit 139), with Ray's and torch's native threads from the in-process tests
+    still there. Should it happen again, the stacks of every thread go to stderr (pytest's own
+    faulthandler has stopped by now) and the exit status is the signal's, never a success."""
     faulthandler.enable(file=sys.__stderr__, all_threads=True)
-    if _session is not None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(int(_session.exitstatus))
 
 
 def start_shared_ray() -> None:
@@ -71,7 +66,7 @@ def local_ray() -> None:
 @pytest.fixture(scope="module", autouse=True)
 def no_ray_left_running() -> Iterator[None]:
     """No module leaves a Ray instance up: an idle one slows the next module's `tuner` processes on two
-    cores, and the session ends with os._exit (pytest_unconfigure), which skips Ray's exit handler."""
+    cores, and its native threads would still be running as the interpreter tears down (pytest_unconfigure)."""
     yield
     if ray.is_initialized():
         ray.shutdown()

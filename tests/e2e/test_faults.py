@@ -360,21 +360,60 @@ def test_read_only_storage_fails_before_any_trial(tmp_path, small_disk):
     ]
 
 
+REPORT_FILES = ("history.parquet", "trials.parquet", "trials.csv")  # in the order `tuner report` writes them
+
+
+def _temp_files(experiment: Path) -> set[str]:
+    """The hidden temp files a write leaves in the experiment (storage.write_atomic: write, then rename)."""
+    return {path.name for path in experiment.glob(".*.tmp")}
+
+
+def _identity(entry: os.DirEntry | Path) -> tuple[int, int]:
+    status = entry.stat()
+    return status.st_ino, status.st_mtime_ns
+
+
+def wait_for_the_first_write(experiment: Path, driver: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the report has begun writing its files: a new temp file, or history.parquet (its first file)
+    no longer the file it was (renamed over, or rewritten in place). The three writes take a few ms after
+    seconds of imports and reading, so this polls without sleeping, on the second core."""
+    first = _identity(experiment / REPORT_FILES[0])
+    known = _temp_files(experiment)
+    deadline = time.monotonic() + timeout
+    while True:
+        with os.scandir(experiment) as entries:
+            for entry in entries:
+                if entry.name.endswith(".tmp") and entry.name not in known:
+                    return
+                if entry.name == REPORT_FILES[0] and _identity(entry) != first:
+                    return
+        assert driver.poll() is None, "the report ended before writing its files"
+        assert time.monotonic() < deadline, f"the report wrote nothing within {timeout} s"
+
+
 def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
+    """SIGKILL `tuner report` as its first temp file appears, until a kill has landed inside a write (its
+    temp file is left behind, never renamed): the files it was replacing are still whole and unchanged."""
     path = write_space(tmp_path, "reported", epochs=2, lr="tune.grid_search([0.001, 0.01, 0.1])")
     result = run_tuner("run", path, "--storage-path", "results", "--name", "reported", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     experiment = tmp_path / "results" / "reported"
     expected = pd.read_parquet(experiment / "trials.parquet")
-    delays = random.Random(7)
-    for _ in range(6):
-        report = start(tmp_path, "report", str(experiment), "--html")
-        time.sleep(delays.uniform(2.0, 6.0))  # imports take ~3 s; the writes come after
-        kill_group(report)
+    cut_short = []  # per kill, the writes it cut short
+    # 3 kills at least, more (up to 10) until one cuts a write short; here most do.
+    while len(cut_short) < 10 and (len(cut_short) < 3 or not any(cut_short)):
+        before = _temp_files(experiment)
+        report = start(tmp_path, "report", str(experiment))
+        try:
+            wait_for_the_first_write(experiment, report)
+        finally:
+            kill_group(report)
+        cut_short.append(sorted(_temp_files(experiment) - before))
         for name in ("trials.parquet", "history.parquet"):
             pd.read_parquet(experiment / name)  # a torn file would not parse
         pd.testing.assert_frame_equal(pd.read_parquet(experiment / "trials.parquet"), expected)
         assert pd.read_csv(experiment / "trials.csv")["trial_id"].tolist() == expected["trial_id"].tolist()
+    assert any(cut_short), f"none of {len(cut_short)} kills landed inside a write"
 
 
 def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(tmp_path):

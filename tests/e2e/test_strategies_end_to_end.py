@@ -63,11 +63,14 @@ def test_asha_stops_bad_configs_early(tmp_path):
     assert len(history) == trials["epochs"].sum() < 6 * 9
 
 
-def test_pbt_restores_from_a_donor_checkpoint(tmp_path):
-    # 3 epochs: PBT perturbs after epochs 1 and 2 (interval epochs // 4, at least 1).
-    path = space(tmp_path, "pbt_space", epochs=3, lr="tune.grid_search([1e-5, 2e-5, 1e-2, 3e-2])", num_samples=1)
+def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
+    # 3 epochs: PBT perturbs after epochs 1 and 2 (interval epochs // 4, at least 1). lr is a range, not a
+    # grid: Ray's PBT perturbs a list only to values of the list, but a range's value by * 0.8 or * 1.2, or
+    # by a fresh draw, so an exploiting trial trains with an lr that no trial started with.
+    path = space(tmp_path, "pbt_space", epochs=3, lr="tune.loguniform(1e-5, 3e-2)", num_samples=4)
     # Half a CPU each: all four trials run at once, so PBT compares them at the same epochs.
     trials, history = run(tmp_path, path, "--scheduler", "pbt", "--name", "pbt", "--cpus-per-worker", "0.5")
+    assert len(trials) == 4
     restored = history[history["restored_from"].notna()]
     exploits = restored[restored["restored_from"] != restored["trial_id"]]  # the rest are pause/resume
     assert len(exploits) >= 1, "no trial exploited another"
@@ -84,11 +87,14 @@ def test_pbt_restores_from_a_donor_checkpoint(tmp_path):
     for _, rows in history.groupby("trial_id", sort=False):
         steps = rows["epoch"].diff().iloc[1:]
         assert ((steps == 1) | rows["restored_from"].iloc[1:].notna()).all()
-    # The config schedule: every epoch records the lr it trained with, and an exploiting trial's lr is
-    # one of the values PBT may mutate to. (Whether the trial's pre-exploit rows survive is up to Ray,
-    # which has been seen to drop them, so the test does not count on seeing the change itself.)
+    # The config schedule: every epoch records the lr it trained with, and an exploiting trial's lr is a
+    # perturbed one, none of the lrs the trials started with (their epoch-1 rows: no restore comes before
+    # epoch 2). Were the mutation ignored, the exploit would carry its donor's lr, one of those. (Ray has
+    # been seen to drop a trial's pre-exploit rows; a dropped row only leaves a value out of `started`.)
     assert history["lr"].notna().all()
-    assert set(exploits["lr"]) <= {1e-5, 2e-5, 1e-2, 3e-2}
+    started = set(history.loc[history["epoch"] == 1, "lr"])
+    assert len(started) >= 2  # the seeded draws differ, and rows of the first epoch were kept
+    assert not started & set(exploits["lr"]), (started, exploits[["trial_id", "restored_from", "lr"]])
 
 
 def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):

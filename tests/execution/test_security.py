@@ -5,11 +5,12 @@ and space modules come only from a path the user gave or from the shipped `searc
 import ast
 import shlex
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TINY_GRID
 from tuner.errors import TunerError
 from tuner.execution.submission import Job
 from tuner.spec import space as spaces
@@ -84,8 +85,25 @@ def test_a_file_in_the_working_directory_cannot_shadow_a_shipped_space(tmp_path,
 
 
 def test_a_path_is_loaded_only_as_the_file_given(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    """Each refused path names, read another way, a real file that would be loaded: with `.py` added, by
+    its file name in the working directory, or as a shipped space's file. Importing the decoys stops the
+    test; the file a path does name is the one loaded."""
+    decoy = "raise SystemExit('{} was imported')\n"
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "tuner").mkdir()
+    (tmp_path / "tuner" / "cli.py").write_text(decoy.format("../tuner/cli.py"))
+    (work / "space.py").write_text(decoy.format("./space.py"))
+    monkeypatch.chdir(work)
     with pytest.raises(TunerError, match="does not exist"):
-        spaces.load("../tuner/cli")  # looks like a path, names no .py file
+        spaces.load("../tuner/cli")  # looks like a path, names no .py file (../tuner/cli.py is one)
     with pytest.raises(TunerError, match="does not exist"):
-        spaces.load("nowhere/space.py")
+        spaces.load("nowhere/space.py")  # not ./space.py
+    assert (REPO / "search_spaces" / "digits_mlp.py").is_file()
+    with pytest.raises(TunerError, match="does not exist"):
+        spaces.load("digits_mlp.py")  # a path: not search_spaces/digits_mlp.py
+    (work / "nowhere").mkdir()
+    (work / "nowhere" / "space.py").write_text(textwrap.dedent(TINY_GRID))
+    loaded = spaces.load("nowhere/space.py")
+    assert Path(loaded.source).resolve() == (work / "nowhere" / "space.py").resolve()
+    assert loaded.name == "space" and loaded.model == "mlp"

@@ -204,9 +204,19 @@ def test_random_search_draws_distinct_configs_and_caps_at_the_space():
 
 
 def test_random_search_samples_ranges_with_replacement_as_before():
+    """A space with a range is drawn as Ray drew it before tuner drew finite spaces without replacement:
+    every trial independently, so each of `hidden`'s 3 values comes up again and again in 50 trials, and
+    the configs are exactly those of Ray's own generator with the same seed and no points handed to it."""
     assert searchers.discrete_axes(SPACE) is None  # lr and dropout are ranges
     assert searchers.trials("random", SPACE, 50) == 50
-    assert len(_all_variants("random", SPACE, num_samples=5)) == 5
+    configs = _all_variants("random", SPACE, num_samples=50)
+    assert len(configs) == 50
+    hidden = [config["hidden"] for config in configs]
+    assert min(hidden.count(value) for value in SPACE["hidden"].categories) >= 2  # each drawn, and drawn again
+    assert len({config["lr"] for config in configs}) == 50  # a range never runs out of values
+    ray_own = tune.search.BasicVariantGenerator(random_state=0)
+    ray_own.add_configurations({"exp": {"run": lambda config: None, "config": SPACE, "num_samples": 50}})
+    assert configs == [trial.config for trial in iter(ray_own.next_trial, None)]
 
 
 def test_a_huge_finite_space_is_sampled_without_enumerating_it():
