@@ -1,9 +1,14 @@
 """Search algorithm, scheduler and budget options: validation and seeding, without running trials."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 from ray import tune
 from ray.tune.search.sample import Categorical
 
+from tests.conftest import REPO
 from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
 from tuner.search import schedulers, searchers
@@ -56,6 +61,37 @@ def test_unknown_names():
         searchers.check("sobol", SPACE)
     with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
         schedulers.check("pb2", "grid", SPACE)
+
+
+def test_the_optional_searchers_libraries_are_found_when_installed():
+    for search in searchers.SEARCHERS:  # the test extra pulls in tuner[hyperopt,bohb]
+        searchers.check_installed(search)
+    searchers.check("hyperopt", SPACE)
+    searchers.check("bohb", SPACE)
+
+
+def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anything_runs(tmp_path):
+    """A fresh interpreter where `import hyperopt` and `import ConfigSpace` fail, as without the extras
+    (a None entry in sys.modules: importlib.util.find_spec answers None, an import raises ImportError).
+    For bohb, one of its two libraries missing is enough. The space's validation refuses before Ray starts."""
+    code = (
+        "import sys\n"
+        "sys.modules['hyperopt'] = sys.modules['ConfigSpace'] = None\n"
+        "from tuner.cli import main\n"
+        "print([main(['run', '--search', search, '--name', search]) for search in ('hyperopt', 'bohb')])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip() == "[2, 2]", result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-2:] == [
+        "tuner: error: space digits_mlp: --search hyperopt needs HyperOpt, an optional extra: "
+        "pip install 'tuner[hyperopt]'",
+        "tuner: error: space digits_mlp: --search bohb needs hpbandster and ConfigSpace, an optional extra: "
+        "pip install 'tuner[bohb]'",
+    ]
+    assert not (tmp_path / "tuner_results").exists()
 
 
 def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:

@@ -6,8 +6,9 @@ random    the same generator with every grid axis turned into `tune.choice`: `nu
           to the generator as its points_to_evaluate): 24 independent draws from 24 configs would cover
           only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
 optuna    Optuna's TPE sampler (OptunaSearch).
-hyperopt  HyperOpt's TPE (HyperOptSearch).
-bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler.
+hyperopt  HyperOpt's TPE (HyperOptSearch); HyperOpt is an optional extra, `pip install 'tuner[hyperopt]'`.
+bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler; hpbandster and
+          ConfigSpace are an optional extra, `pip install 'tuner[bohb]'`.
 auto      one of the above, picked from the space and num_samples (`choose`), named with its reason
           in one line before the first trial.
 
@@ -16,6 +17,7 @@ axis becomes a choice of the same values, as for `random`, with a notice; only a
 searcher cannot sample (lists, dicts) is an error before any trial starts.
 """
 
+import importlib.util
 import math
 import random
 from dataclasses import dataclass
@@ -34,6 +36,12 @@ MODEL_BASED = ("optuna", "hyperopt", "bohb")
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
 AUTO_WHOLE_SPACE_MAX = 16
+# The searchers whose libraries are optional extras (each extra named as its searcher): what the
+# message calls the libraries, and their import names. `auto` never picks one of them.
+EXTRAS = {
+    "hyperopt": ("HyperOpt", ("hyperopt",)),
+    "bohb": ("hpbandster and ConfigSpace", ("hpbandster", "ConfigSpace")),
+}
 
 
 def grid_axes(param_space: dict[str, Any]) -> list[str]:
@@ -46,9 +54,20 @@ def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
     return {key: tune.choice(value["grid_search"]) if key in axes else value for key, value in param_space.items()}
 
 
+def check_installed(search: str) -> None:
+    """One line naming the extra when the searcher's library is missing, before Ray starts: the library
+    is looked up, not imported (HyperOpt takes ~1 s to import here, BOHB's hpbandster ~1.7 s)."""
+    if search not in EXTRAS:
+        return
+    libraries, modules = EXTRAS[search]
+    if any(importlib.util.find_spec(module) is None for module in modules):
+        raise TunerError(f"--search {search} needs {libraries}, an optional extra: pip install 'tuner[{search}]'")
+
+
 def check(search: str, param_space: dict[str, Any]) -> None:
     if search not in SEARCHES:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
+    check_installed(search)
     if search in MODEL_BASED:
         for key in grid_axes(param_space):
             if not all(is_constant(value) for value in param_space[key]["grid_search"]):
