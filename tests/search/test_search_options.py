@@ -13,6 +13,7 @@ from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
 from tuner.search import schedulers, searchers
 from tuner.settings.budgets import parse_duration, parse_stop
+from tuner.settings.experiment import SEARCHES
 
 SPACE = {
     "lr": tune.loguniform(1e-4, 1e-1),
@@ -64,7 +65,7 @@ def test_unknown_names():
 
 
 def test_the_optional_searchers_libraries_are_found_when_installed():
-    for search in searchers.SEARCHERS:  # the test extra pulls in tuner[hyperopt,bohb]
+    for search in SEARCHES:  # the test extra pulls in tuner[hyperopt,bohb]
         searchers.check_installed(search)
     searchers.check("hyperopt", SPACE)
     searchers.check("bohb", SPACE)
