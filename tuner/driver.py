@@ -14,8 +14,9 @@ from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
 from tuner.results import report
+from tuner.search.plan import SearchPlan
 from tuner.search.plan import plan as search_plan
-from tuner.settings import RunOptions, Tuning
+from tuner.settings import RunOptions
 from tuner.spec import space as space_modules
 from tuner.spec.param_space import flat_keys
 from tuner.spec.space import ExperimentSpec
@@ -52,7 +53,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
             ready = prepared()
             max_concurrent = spec.resources.max_concurrent or tune_run.trials_that_fit(spec.resources)
             tune_run.pickle_by_value(spec.local_modules)
-            meta = _meta(spec, plan.tuning, options)
+            meta = _meta(spec, plan, options)
             meta_file.write(experiment_path, meta)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)
@@ -100,15 +101,16 @@ def _new_experiment_path(storage_path: str, name: str) -> str:
     return experiment_path
 
 
-def _meta(spec: ExperimentSpec, tuning: Tuning, options: RunOptions) -> ExperimentMeta:
-    """Everything `resume` and the reports need that Ray's own tuner.pkl does not keep."""
+def _meta(spec: ExperimentSpec, plan: SearchPlan, options: RunOptions) -> ExperimentMeta:
+    """Everything `resume` and the reports need that Ray's own tuner.pkl does not keep: the spec's
+    settings as they run (`auto` resolved by the plan)."""
     return ExperimentMeta(
         space=spec.name,
         params=flat_keys(spec.param_space),
         objective=spec.objective,
-        budget=spec.budget,
+        budget=plan.budget,
         resources=spec.resources,
-        tuning=tuning,
+        tuning=plan.tuning,
         source=str(Path(spec.source).resolve()) if spec.source else "",
         model=_describe(spec.model),
         dataset=_describe(spec.dataset),

@@ -1,5 +1,6 @@
 """Search algorithm, scheduler and budget options: validation and seeding, without running trials."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,8 +13,11 @@ from tests.conftest import REPO
 from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
 from tuner.search import schedulers, searchers
+from tuner.search.plan import plan
+from tuner.settings import Tuning
 from tuner.settings.budgets import parse_duration, parse_stop
 from tuner.settings.experiment import SEARCHES
+from tuner.spec.space import ExperimentSpec
 
 SPACE = {
     "lr": tune.loguniform(1e-4, 1e-1),
@@ -298,3 +302,24 @@ def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
         searchers.choose(SPACE, num_samples=40, scheduler="median", epochs=9).scheduler == "median"
     )  # the space's own
     assert searchers.choose(SPACE, num_samples=8, scheduler="pbt", epochs=9).search == "random"
+
+
+def test_the_plan_resolves_auto_once_and_carries_what_runs():
+    spec = ExperimentSpec.of(
+        "planned",
+        metric="val_acc",
+        mode="max",
+        model="mlp",
+        dataset="digits",
+        param_space=SPACE,
+        search="auto",
+        epochs=9,
+    )
+    planned = plan(spec, seed=0)
+    assert (planned.tuning.search, planned.tuning.scheduler) == ("optuna", "asha")
+    assert planned.budget.num_samples == planned.num_samples == searchers.AUTO_WHOLE_SPACE_MAX
+    assert planned.budget.epochs == 9 and spec.budget.num_samples == 1  # the spec itself is left as written
+    assert planned.notices[0].startswith("search auto: optuna (TPE) with asha")
+    assert type(planned.scheduler).__name__ == "AsyncHyperBandScheduler"
+    with pytest.raises(TunerError, match="space planned: bohb runs with its own HyperBand scheduler"):
+        plan(dataclasses.replace(spec, tuning=Tuning(search="bohb", scheduler="asha")), seed=0)

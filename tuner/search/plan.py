@@ -3,6 +3,7 @@
 searcher, the scheduler, the number of trials and the notices to print. The driver hands it to Ray
 Tune as it is."""
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,13 +11,14 @@ from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
 from tuner.search import schedulers, searchers
-from tuner.settings import Tuning
+from tuner.settings import Budget, Tuning
 from tuner.spec.space import ExperimentSpec
 
 
 @dataclass(frozen=True)
 class SearchPlan:
     tuning: Tuning  # the search and scheduler that run: `auto` resolved
+    budget: Budget  # the spec's, with the num_samples `auto` picked
     num_samples: int  # Tune's num_samples: trials in all under random and the model-based searchers
     param_space: dict[str, Any]  # as the Tuner gets it (grid axes as choices where the searcher samples)
     scheduler: TrialScheduler | None
@@ -56,6 +58,7 @@ def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
     ]
     return SearchPlan(
         tuning=tuning,
+        budget=dataclasses.replace(spec.budget, num_samples=num_samples),
         num_samples=searchers.trials(tuning.search, spec.param_space, num_samples),
         param_space=searchers.tuner_space(tuning.search, spec.param_space),
         scheduler=schedulers.trial_scheduler(
