@@ -62,7 +62,7 @@ def run(
 ) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
     (grace period, reduction factor) in place of tuner's default (schedulers.ASHA_SHAPE)."""
-    # Limited as tuner.execution.experiment.run limits them by default: as many as fit. Under HyperBand this
+    # Limited as tuner.run limits them by default: as many as fit. Under HyperBand this
     # limit counts the trials paused at a rung, so a bracket larger than it never fills and nothing is
     # stopped (576 trial-epochs with the limit, 336 without, one seed); without it, Ray's HyperBand can
     # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at

@@ -18,7 +18,6 @@ MODES = ("min", "max")
 SEARCHES = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 STRATEGIES = ("ddp", "dp", "fsdp", "pipeline")  # how a trial spreads over its workers or GPUs
-MULTI_WORKER_STRATEGIES = ("ddp", "fsdp", "pipeline")  # one Ray Train worker process per rank
 
 
 @dataclass(frozen=True)
