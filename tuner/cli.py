@@ -40,6 +40,17 @@ class _Parser(argparse.ArgumentParser):
         command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
         self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {command})\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # Python before 3.12 drops a value written `--epochs=--` (it takes `--` for the end of the
+        # options) and hands the option an empty list, which no `type` sees: refused here, as written.
+        for token in sys.argv[1:] if args is None else args:
+            flag, equals, value = token.partition("=")
+            if flag.startswith("--") and equals and value == "--":
+                self.error(f"argument {flag}: expected a value, not '--'")
+        return super().parse_known_args(args, namespace)
+
 
 def _value_of(name: str, declared: Setting) -> Callable[[str], Any]:
     """argparse's `type` for a declared setting: its kind reads the text, then the same check a space

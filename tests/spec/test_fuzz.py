@@ -212,6 +212,7 @@ CLI_VALUES = st.one_of(
             "-1",
             "1e3",
             " 7",
+            "--",  # Python < 3.12's argparse drops it from `--flag=--`, leaving a list (tuner/cli.py)
         ]
     ),
 )
