@@ -1,12 +1,13 @@
 """`python -m tuner run|resume|report`: every user mistake becomes one line on stderr and exit code 2."""
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
@@ -379,14 +380,20 @@ class _Console(logging.Handler):
             print(message, flush=True)
 
 
-def _log_to_console(quiet: bool) -> None:
-    """The library logs; the command line shows it (only warnings with -q)."""
-    logger = logging.getLogger("tuner")
-    for handler in [h for h in logger.handlers if isinstance(h, _Console)]:
-        logger.removeHandler(handler)  # main() called again in the same process (tests)
-    logger.addHandler(_Console())
+@contextlib.contextmanager
+def _log_to_console(quiet: bool) -> Iterator[None]:
+    """The library logs; the command line shows it (only warnings with -q) for as long as the command
+    runs, and leaves the `tuner` logger as it found it (main() may run inside a test or a notebook)."""
+    logger, handler = logging.getLogger("tuner"), _Console()
+    previous = logger.level, logger.propagate
+    logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = previous
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,9 +401,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    _log_to_console(quiet=getattr(args, "quiet", False))
+    command = {"run": _run, "submit": _submit, "resume": _resume, "report": _report, "list": _list}[args.command]
     try:
-        return {"run": _run, "submit": _submit, "resume": _resume, "report": _report, "list": _list}[args.command](args)
+        with _log_to_console(quiet=getattr(args, "quiet", False)):
+            return command(args)
     except TunerError as err:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)
