@@ -51,7 +51,8 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
         prepared = preparation.while_ray_starts(lambda: preparation.load_and_smoke(spec, options.seed, options.smoke))
         with connect(options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs):
             ready = prepared()
-            max_concurrent = spec.resources.max_concurrent or tune_run.trials_that_fit(spec.resources)
+            fits = tune_run.trials_that_fit(spec.resources)  # also: one trial must fit at all
+            max_concurrent = spec.resources.max_concurrent or fits
             tune_run.pickle_by_value(spec.local_modules)
             meta = _meta(spec, plan, options)
             meta_file.write(experiment_path, meta)

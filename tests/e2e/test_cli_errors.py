@@ -68,6 +68,10 @@ SPACE_FILES = {
             ["run", "--scheduler", "pbt", "--set", "lr=0.1", "--set", "weight_decay=0", "--set", "batch_size=64"],
             "pbt has nothing to mutate",
         ),
+        (
+            ["run", "--workers", "8", "--max-concurrent", "1"],  # a limit on trials at once skips no check
+            "a trial needs 8 workers x 1 CPU = 8 CPU, but the Ray cluster has 2",
+        ),
         (["run", "--max-failures", "-3"], "argument --max-failures: must be an integer >= 0, not -3"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["report", "absent_dir"], "absent_dir does not exist"),
