@@ -106,7 +106,7 @@ def new_tuner(
         log.info(
             "mlflow: every trial is a run of experiment %s in %s (mlflow ui --backend-store-uri %s)", name, uri, uri
         )
-    if plan.retires_checkpoints:
+    if schedulers.retires_checkpoints(plan.tuning.scheduler):
         callbacks.append(RetireCheckpoints())
     stop = spec.budget.stop_condition
     return tune.Tuner(

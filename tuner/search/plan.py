@@ -31,10 +31,6 @@ class SearchPlan:
         (known once Ray says how many fit)."""
         return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
 
-    @property
-    def retires_checkpoints(self) -> bool:
-        return schedulers.retires_checkpoints(self.tuning.scheduler)
-
 
 def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
