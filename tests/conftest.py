@@ -82,7 +82,7 @@ def own_ray(capsys) -> None:
         capsys.readouterr()  # the log lines Ray flushes as it shuts down are the earlier tests'
 
 
-def tuner_command(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+def tuner_process(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     full_env.pop("TUNER_DATA_DIR", None)
     return [sys.executable, "-m", "tuner", *args], full_env
@@ -92,14 +92,14 @@ def run_tuner(
     *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """`python -m tuner ...` in a fresh process, as a user runs it; `env` adds variables."""
-    command, full_env = tuner_command(*args, env=env)
+    command, full_env = tuner_process(*args, env=env)
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
 def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: float = 180) -> None:
     """`python -m tuner ...` started as a user would, SIGKILLed with every Ray process it started as soon
     as `ready()`; fails if the run ends or stalls before that."""
-    command, env = tuner_command(*args)
+    command, env = tuner_process(*args)
     driver = subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tuner import cli
+from tuner.command import tuner_command
 
 
 def _valued_options() -> list[tuple[str, str]]:
@@ -31,7 +32,7 @@ def test_an_option_given_the_value_dashes_is_one_line(command, flag):
         cli._parser().parse_args([command, f"{flag}=--"])
     assert exit_.value.code == cli.USAGE_ERROR
     assert stderr.getvalue().strip().splitlines() == [
-        f"tuner: error: argument {flag}: expected a value, not '--' (see python -m tuner --help)"
+        f"tuner: error: argument {flag}: expected a value, not '--' (see {tuner_command()} --help)"
     ]
 
 

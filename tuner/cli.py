@@ -1,4 +1,4 @@
-"""`python -m tuner run|resume|report`: every user mistake becomes one line on stderr and exit code 2."""
+"""`tuner run|resume|report|list|submit`: every user mistake becomes one line on stderr and exit code 2."""
 
 import argparse
 import contextlib
@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tuner.command import tuner_command
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column
@@ -39,7 +40,7 @@ FORWARDED_RUN_SETTINGS = ("seed", "data_dir", "max_failures", "smoke", "mlflow")
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse prints usage + message; one line is enough
         command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
-        self.exit(USAGE_ERROR, f"tuner: error: {message} (see python -m tuner {command})\n")
+        self.exit(USAGE_ERROR, f"tuner: error: {message} (see {tuner_command()} {command})\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -288,12 +289,12 @@ def _summarize(outcome: "Outcome") -> int:
         print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
     print()
     print(f"experiment: {path}")
-    print(f"report:     {path}/{report.TRIALS_CSV} (python -m tuner report {path})")
+    print(f"report:     {path}/{report.TRIALS_CSV} ({tuner_command()} report {path})")
     unfinished = trials["status"].isin([TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED])
     if unfinished.any():
         print(
             f"interrupted: {int((~unfinished).sum())} of {len(trials)} trials done; "
-            f"continue with: python -m tuner resume {path}"
+            f"continue with: {tuner_command()} resume {path}"
         )
     scored = report.scored(trials, outcome.metric)
     if scored.empty:
@@ -317,7 +318,7 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
     if not any("/" in key for key in plain):  # --set pins top-level keys only
         flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
         print(f"  as flags:   {flags}")
-    print(f"html report:  python -m tuner report {path} --html")
+    print(f"html report:  {tuner_command()} report {path} --html")
     print(f"notebook:     TUNER_EXPERIMENT={path} jupyter lab notebooks/quick_look.ipynb")
 
 
@@ -360,7 +361,7 @@ def _list(args: argparse.Namespace) -> int:
 
     rows = [experiments.summarize(path).row() for path in experiments.find(args.storage)]
     if not rows:
-        print(f"no experiments under {args.storage}; run one with `python -m tuner run`")
+        print(f"no experiments under {args.storage}; run one with `{tuner_command()} run`")
         return 0
     import pandas as pd
 
@@ -412,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     except Interrupted as interrupted:
         print(
-            f"\ntuner: interrupted; the experiment is saved: continue with: python -m tuner resume "
+            f"\ntuner: interrupted; the experiment is saved: continue with: {tuner_command()} resume "
             f"{interrupted.experiment_path}",
             file=sys.stderr,
         )

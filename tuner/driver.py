@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
@@ -73,8 +74,8 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     if torn := saved_state.cut_short(experiment_path):
         raise TunerError(
             f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
-            "written when the disk filled); the results so far are kept: python -m tuner report "
-            f"{experiment_path}; to search on, start again with `tuner run --name <a new name>`"
+            f"written when the disk filled); the results so far are kept: {tuner_command()} report "
+            f"{experiment_path}; to search on, start again with `{tuner_command()} run --name <a new name>`"
         )
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):

@@ -18,7 +18,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.conftest import run_tuner, tuner_command
+from tests.conftest import run_tuner, tuner_process
+from tuner.command import tuner_command
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +74,7 @@ def epochs_checkpointed(experiment: Path) -> int:
 
 
 def start(workdir: Path, *args: str) -> subprocess.Popen:
-    command, env = tuner_command(*args)
+    command, env = tuner_process(*args)
     return subprocess.Popen(
         command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -207,7 +208,7 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     finally:
         if driver.poll() is None:
             kill_group(driver)
-    assert code == 130 and f"continue with: python -m tuner resume {experiment}" in out
+    assert code == 130 and f"continue with: {tuner_command()} resume {experiment}" in out
 
     schedule = random.Random(2026)
     kept: dict[str, str] = {}
@@ -257,7 +258,7 @@ def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
         if driver.poll() is None:
             kill_group(driver)
     assert code == 130, out[-1000:] + err[-3000:]
-    assert f"python -m tuner resume {experiment}" in out + err
+    assert f"{tuner_command()} resume {experiment}" in out + err
     assert "Traceback" not in err
     report = run_tuner("report", str(experiment), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
@@ -302,7 +303,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
     assert code == 2, err[-3000:]
     assert err.strip().splitlines()[-1] == (
         f"tuner: error: cannot write to {experiment}: no space left on the device; what was written is kept: "
-        f"free space or make it writable, then: python -m tuner resume {experiment}"
+        f"free space or make it writable, then: {tuner_command()} resume {experiment}"
     )
     after = rows(experiment)
     for trial_dir, recorded in before.items():  # nothing recorded before the disk filled was lost
@@ -343,8 +344,8 @@ def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(tmp_path):
     assert resumed.returncode == 2
     assert resumed.stderr.strip().splitlines() == [
         f"tuner: error: cannot resume {experiment}: Ray's saved state {searcher_state.name} is cut short (it was "
-        "being written when the disk filled); the results so far are kept: python -m tuner report "
-        f"{experiment}; to search on, start again with `tuner run --name <a new name>`"
+        f"being written when the disk filled); the results so far are kept: {tuner_command()} report "
+        f"{experiment}; to search on, start again with `{tuner_command()} run --name <a new name>`"
     ]
     assert {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()} == before
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, free_port, run_tuner, tuner_command
+from tests.conftest import REPO, free_port, run_tuner, tuner_process
 
 pytestmark = pytest.mark.slow
 
@@ -329,7 +329,7 @@ def _lan_address() -> str | None:
 def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
     port, token = free_port(), secrets.token_hex(16)
     # RAY_AUTH_MODE unset: token authentication must be on by Ray's default for a local instance.
-    command, env = tuner_command(
+    command, env = tuner_process(
         "run",
         "tiny.py",
         "--dashboard",

@@ -10,7 +10,8 @@ import time
 import pandas as pd
 import pytest
 
-from tests.conftest import run_tuner, tuner_command
+from tests.conftest import run_tuner, tuner_process
+from tuner.command import tuner_command
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def _on_a_terminal(*args: str, cwd, timeout: float = 300) -> tuple[int, str]:
     """`python -m tuner ...` with a pseudo-terminal as stdin, stdout and stderr; returns (code, output)."""
-    command, env = tuner_command(*args, env={"COLUMNS": "160"})
+    command, env = tuner_process(*args, env={"COLUMNS": "160"})
     leader, follower = pty.openpty()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdin=follower, stdout=follower, stderr=follower)
     os.close(follower)
@@ -60,7 +61,7 @@ def test_the_default_experiment_on_a_pipe_is_a_few_plain_lines(tmp_path):
     # What to do next: the best config to paste, and the report and notebook commands.
     flags = " ".join(f"--set {key}={best[key]}" for key in ("batch_size", "hidden", "lr", "weight_decay"))
     assert f"  as flags:   {flags}" in out
-    assert f"python -m tuner report {experiment} --html" in out
+    assert f"{tuner_command()} report {experiment} --html" in out
 
 
 def test_on_a_terminal_the_status_is_redrawn_in_place_and_quiet_prints_the_summary_only(tmp_path):

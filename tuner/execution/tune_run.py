@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import ray
 from ray import tune
 
+from tuner.command import tuner_command
 from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.execution import tracking
@@ -148,7 +149,7 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
     if not tune.Tuner.can_restore(experiment_path):
         raise TunerError(
             f"{experiment_path} has no Ray Tune state to resume from (it stopped before the "
-            "first trial was recorded); start it again with `tuner run --name <a new name>`"
+            f"first trial was recorded); start it again with `{tuner_command()} run --name <a new name>`"
         )
     try:
         return tune.Tuner.restore(
@@ -159,9 +160,9 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
             raise
         raise TunerError(
             f"cannot resume {experiment_path}: its saved state names tuner code this version "
-            f"of tuner does not have ({error}); the results so far are kept: python -m tuner "
+            f"of tuner does not have ({error}); the results so far are kept: {tuner_command()} "
             f"report {experiment_path}; resume it with the tuner that started it, or start "
-            "again with `tuner run --name <a new name>`"
+            f"again with `{tuner_command()} run --name <a new name>`"
         ) from None
 
 
@@ -224,7 +225,7 @@ def check_storage(experiment_path: str) -> None:
     if problem := filesystem.write_problem(experiment_path):
         raise TunerError(
             f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
-            f"or make it writable, then: python -m tuner resume {experiment_path}"
+            f"or make it writable, then: {tuner_command()} resume {experiment_path}"
         ) from None
 
 

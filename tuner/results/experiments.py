@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.fs as pafs
 
+from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.results import report
 from tuner.results.columns import best_column
@@ -83,7 +84,8 @@ def newest(storage_path: str) -> str:
     paths = find(storage_path)
     if not paths:
         raise TunerError(
-            f"no experiments under {storage_path}; run one with `python -m tuner run`, or pass the experiment directory"
+            f"no experiments under {storage_path}; run one with `{tuner_command()} run`, "
+            "or pass the experiment directory"
         )
     return paths[0]
 
