@@ -1,6 +1,6 @@
 """Searchers and schedulers on the multi-fidelity Hartmann-6 function (bench/hartmann.py) over many seeds.
 
-    python bench/synthetic_search.py [--seeds 20] [--trials 64] [--epochs 9] [--plot bench/synthetic_search.png]
+    python bench/synthetic_search.py [--seeds 20] [--trials 64] [--epochs 9] [--plot /tmp/synthetic_search.png]
 
 Every strategy searches x in [0, 1]^6 with `--trials` configs of `--epochs` epochs each, through Ray Tune
 with tuner's own searcher and scheduler defaults (tuner.search.searchers.search_algorithm,
@@ -142,7 +142,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # Ray's older console engine prints nothing at verbose=0
     ray.init(num_cpus=CONCURRENT, include_dashboard=False, logging_level="ERROR")
-    storage = tempfile.mkdtemp(prefix="tuner-synthetic-")
+    # Removed when the script exits, raising or not (the object's finalizer), as mkdtemp's folder was not.
+    scratch = tempfile.TemporaryDirectory(prefix="tuner-synthetic-")
+    storage = scratch.name
     curves: dict[str, list[np.ndarray]] = {}
     rows = []
     for levels in args.grid_levels:

@@ -1,11 +1,12 @@
 """Write an experiment's report.html and photograph it with headless Chromium, to look at the page as a
 reader sees it.
 
-    python tools/screenshot_report.py tuner_results/digits_mlp-20261202-120000 --out /tmp/shots
+    python tools/screenshot_report.py tuner_results/digits_mlp-20261202-120000 [--out /tmp/shots]
 
 Chromium photographs one window, so the window is made taller than any report and the picture is then
 trimmed of the blank space below the page and cut into screen-sized tiles, which an image viewer shows
-at full resolution: `<out>/<experiment name>-1.png`, `-2.png`, ...
+at full resolution: `<out>/<experiment name>-1.png`, `-2.png`, ... `--out` defaults to the
+experiment's own `screenshots/` folder, beside the report.html it photographs, never the current folder.
 """
 
 import argparse
@@ -57,16 +58,22 @@ def tiles(image: Image.Image, out_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
+def out_folder(experiment: str, out: str | None) -> Path:
+    """Where the tiles go: `--out` if given, else `<experiment>/screenshots` (the current folder is often
+    a checkout, where PNGs would sit untracked)."""
+    return Path(out) if out is not None else Path(experiment) / "screenshots"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", help="an experiment directory that `tuner run` printed")
-    parser.add_argument("--out", default=".", help="folder for the PNG tiles (default: here)")
+    parser.add_argument("--out", default=None, help="folder for the PNG tiles (default: <experiment>/screenshots)")
     parser.add_argument("--height", type=int, default=12000, help="window height; more than the page's")
     args = parser.parse_args()
 
     trials, history = report.read_tables(args.experiment)
     page = Path(html_report.write(args.experiment, trials, history, report.load_meta(args.experiment)))
-    out_dir = Path(args.out)
+    out_dir = out_folder(args.experiment, args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         full = Path(scratch) / "full.png"

@@ -44,6 +44,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     experiment_path = _new_experiment_path(storage_path, name)
     if options.mlflow:
         tracking.check_installed()
+        options = dataclasses.replace(options, mlflow=tracking.store(options.mlflow, storage_path))
     plan = search_plan(spec, options.seed)
     for notice in plan.notices:
         log.info("tuner: %s", notice)

@@ -1,21 +1,38 @@
-"""`--mlflow`: a real run logged to a real local MLflow store, read back with MLflow's own client."""
+"""`--mlflow`: a real run logged to a real local MLflow store, read back with MLflow's own client; where
+the store goes when no URI is given."""
 
 import textwrap
 
 import pytest
 
 from tests.conftest import TINY_GRID, run_tuner
+from tuner.errors import TunerError
+from tuner.execution import tracking
+from tuner.settings.run import DEFAULT_MLFLOW_STORE
 
-pytestmark = pytest.mark.slow
+
+def test_the_default_store_is_under_the_storage_path_and_a_given_one_is_kept():
+    assert tracking.store(DEFAULT_MLFLOW_STORE, "/data/tuner_results") == "/data/tuner_results/mlflow.db"
+    assert tracking.store(DEFAULT_MLFLOW_STORE, "file:///data/tuner_results/") == "/data/tuner_results/mlflow.db"
+    assert tracking.store("store.db", "/data/tuner_results") == "store.db"
+    assert tracking.store("http://127.0.0.1:5000", "s3://bucket/results") == "http://127.0.0.1:5000"
+    with pytest.raises(TunerError, match="not local here"):  # a SQLite file cannot go into a bucket
+        tracking.store(DEFAULT_MLFLOW_STORE, "s3://bucket/results")
 
 
+@pytest.mark.slow
 def test_every_trial_is_an_mlflow_run_with_its_params_and_each_epochs_metrics(tmp_path):
     mlflow = pytest.importorskip("mlflow", reason="MLflow is the optional extra tuner[mlflow]")
     (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
-    result = run_tuner("run", "tiny.py", "--name", "tracked", "--mlflow", "store.db", "-q", cwd=tmp_path)
+    # No URI: the store goes under the storage path, not into the folder the command ran in.
+    result = run_tuner(
+        "run", "tiny.py", "--name", "tracked", "--storage-path", "results", "--mlflow", "-q", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "mlflow.db").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["results", "tiny.py"]
 
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'store.db'}")
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'results' / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("tracked")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -32,6 +49,7 @@ def test_every_trial_is_an_mlflow_run_with_its_params_and_each_epochs_metrics(tm
         assert run.info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_mlflow_not_installed_is_one_line_before_anything_runs(tmp_path):
     (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
     # `python -m` puts the working directory first on sys.path: there `import mlflow` fails, as it does

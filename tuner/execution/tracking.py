@@ -9,9 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError
+from tuner.settings.run import DEFAULT_MLFLOW_STORE
 
-# MLflow 3 refuses its old ./mlruns file store unless told otherwise; a SQLite file is its default now.
-DEFAULT_MLFLOW_STORE = "./mlflow.db"
+
+def store(uri: str, storage_path: str) -> str:
+    """`--mlflow`'s store: the default (DEFAULT_MLFLOW_STORE) becomes `<storage path>/mlflow.db`, anything
+    else stays as given. A SQLite file needs a local folder, so with a storage URI (s3://, gs://) the
+    default is refused in one line rather than put back in the current folder."""
+    if uri != DEFAULT_MLFLOW_STORE:
+        return uri
+    prefix = DEFAULT_MLFLOW_STORE.split("/", 1)[0]
+    if storage_path.startswith("file://"):
+        storage_path = storage_path.removeprefix("file://")
+    if "://" in storage_path:
+        raise TunerError(
+            f"--mlflow without a URI keeps its SQLite store under --storage-path, which is not local here "
+            f"({storage_path}); give it one: --mlflow http://<mlflow server> or --mlflow /path/mlflow.db"
+        )
+    return uri.replace(prefix, storage_path.rstrip("/"), 1)
 
 
 def tracking_uri(uri: str) -> str:

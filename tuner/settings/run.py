@@ -9,7 +9,10 @@ from tuner.settings.declaration import check, setting
 from tuner.settings.kinds import Flag, PlainName, Text, Whole
 
 DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
-DEFAULT_MLFLOW_STORE = "./mlflow.db"  # MLflow 3 refuses its old ./mlruns file store; SQLite is its default now
+# `--mlflow` without a URI: a SQLite file (MLflow 3 refuses its old ./mlruns file store) under the storage
+# path, beside the experiments it logs, never in the current folder (often a checkout). Written as the
+# option is named; tuner.execution.tracking.store resolves it once the storage path is known.
+DEFAULT_MLFLOW_STORE = "<storage-path>/mlflow.db"
 DEFAULT_DASHBOARD_PORT = 8265
 LOOPBACK = "127.0.0.1"
 MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
