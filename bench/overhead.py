@@ -19,6 +19,7 @@ Targets on 2 cores: b/a >= 0.95, f/e >= 0.95, fixed cost <= 1 s, >= 80 % of the 
 """
 
 import argparse
+import atexit
 import math
 import os
 import resource
@@ -301,9 +302,9 @@ def main() -> None:
     parser.add_argument("--model", default="cnn")
     parser.add_argument("--memory-trials", type=int, default=0)
     args = parser.parse_args()
-    # Removed when the script exits, raising or not (the object's finalizer): 60 MB of checkpoints per run
-    # were left in /tmp by mkdtemp.
+    # Removed at exit, raising or not: mkdtemp's folder never was (60 MB of experiments a run in /tmp).
     scratch = tempfile.TemporaryDirectory(prefix="tuner-overhead-")
+    atexit.register(scratch.cleanup)
     storage = scratch.name
 
     # The fastest of three: the bare loop is short, and the baseline should not gain from a slow moment.

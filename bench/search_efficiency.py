@@ -11,6 +11,7 @@ function in minutes.
 """
 
 import argparse
+import atexit
 import math
 import tempfile
 import time
@@ -111,13 +112,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5, help="each strategy with seeds 0 .. N-1; medians shown")
-    parser.add_argument("--storage", default=None, help="keep the experiments here (default: a temp dir)")
+    parser.add_argument(
+        "--storage", default=None, help="keep the experiments here (default: a temp dir removed at exit)"
+    )
     asha_shapes.add_arguments(parser)
     args = parser.parse_args()
-    # Without --storage, the experiments go to a folder removed when the script exits, raising or not (the
-    # object's finalizer), as mkdtemp's folder was not.
-    scratch = None if args.storage else tempfile.TemporaryDirectory(prefix="tuner-bench-")
-    storage = args.storage or scratch.name
+    storage = args.storage
+    if storage is None:  # removed at exit, raising or not: mkdtemp's folder never was (60 MB a run in /tmp)
+        scratch = tempfile.TemporaryDirectory(prefix="tuner-bench-")
+        atexit.register(scratch.cleanup)
+        storage = scratch.name
     strategies = list(STRATEGIES)
     strategies += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     print(
@@ -165,7 +169,9 @@ def main() -> None:
         f"grid best; epochs to target vs grid: trial-epochs until a trial reached it, over grid's total (inf: "
         f"never); experiments {kept}\n"
     )
-    print(summarize(table).to_markdown(index=False, colalign=["left", "right", "left", "right", "left", "right"]))
+    # As written: tabulate would read "15.0" as a number and print 15.
+    align = ["left", "right", "left", "right", "left", "right", "left", "left"]
+    print(summarize(table).to_markdown(index=False, disable_numparse=True, colalign=align))
     for label, group in table.groupby("strategy", sort=False):
         if "asha" not in label:
             continue

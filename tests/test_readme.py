@@ -1,0 +1,208 @@
+"""README cannot drift from what its commands do: every Python snippet runs (the space modules through the
+smoke step, the API and notebook snippets as one real run), every shell command is one tuner's parser or
+the named script accepts, the sample output has the shape a real run prints (the real run's side is
+in tests/execution/test_console.py), and the benchmark table is the one the benchmark prints."""
+
+import math
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests import readme
+from tests.conftest import REPO, run_tuner
+from tuner import cli
+from tuner.execution import preparation
+from tuner.spec.space import load as load_space
+
+SETUP = ("python3 -m venv .venv",)  # the two setup lines: CI runs the second (.ci/run), a user the first
+
+
+def commands() -> list[tuple[readme.Block, list[str]]]:
+    """Every command in README's bash blocks, as argv (a line of `&&`-joined commands gives each)."""
+    found = []
+    for block in readme.blocks("bash"):
+        for line in block.text.splitlines():
+            for command in line.split(" && "):
+                argv = shlex.split(command, comments=True)
+                if argv:
+                    found.append((block, argv))
+    return found
+
+
+def test_every_command_after_setup_is_typed_as_tuner_and_the_setup_leaves_it_typeable():
+    first = readme.blocks("bash")[0].text.strip()
+    assert first.startswith(SETUP) and "source .venv/bin/activate" in first and first.endswith("&& tuner run")
+    # Every command and every printed hint after setup is `tuner` (prose may say `python -m tuner` works too).
+    assert not [block.line for block in readme.blocks() if "python -m tuner" in block.text]
+    later = [argv for block, argv in commands() if block.line > readme.blocks("bash")[1].line]
+    assert not [argv for argv in later if argv[0].startswith(".venv/") or argv[:3] == ["python", "-m", "tuner"]]
+
+
+def test_every_tuner_command_in_readme_is_accepted_by_tuners_parser():
+    tuner_commands = [argv for _, argv in commands() if argv[0] == "tuner"]
+    assert len(tuner_commands) >= 10  # the run, cluster and report blocks
+    for argv in tuner_commands:
+        try:
+            cli._parser().parse_args(argv[1:])
+        except SystemExit as refused:
+            pytest.fail(f"README's `{shlex.join(argv)}` is refused by tuner's parser (exit {refused.code})")
+
+
+def test_every_other_command_names_a_script_here_and_only_options_it_has():
+    for block, argv in commands():
+        if argv[0] == "tuner" or block.line <= readme.blocks("bash")[1].line:
+            continue  # parsed above; the setup lines run in CI and as README's first command
+        if argv[0] == "ray":  # Ray's own command, in the environment the first command activates
+            assert (Path(sys.executable).parent / "ray").exists()
+            continue
+        assert argv[0] in ("python", "bash"), f"README line {block.line}: a command this test does not know: {argv}"
+        script = REPO / argv[1]
+        assert script.is_file(), f"README line {block.line}: {argv[1]} does not exist"
+        options = script.read_text()
+        if "import asha_shapes" in options:  # its options come from bench/asha_shapes.py
+            options += (REPO / "bench" / "asha_shapes.py").read_text()
+        for flag in (token for token in argv[2:] if token.startswith("--")):
+            assert f'"{flag}"' in options, f"README line {block.line}: {argv[1]} has no option {flag}"
+
+
+def _describe(spec) -> dict:
+    """What a space sets, comparable between two modules (Ray's domains compare by identity)."""
+
+    def value(item):
+        if isinstance(item, dict):
+            return {key: value(inner) for key, inner in item.items()}
+        if hasattr(item, "sampler"):  # a Ray Tune domain: its kind, bounds or choices, and sampling
+            fields = ("lower", "upper", "categories")
+            return (type(item).__name__, type(item.sampler).__name__, *(getattr(item, f, None) for f in fields))
+        return item
+
+    return {
+        "objective": spec.objective,
+        "budget": spec.budget,
+        "resources": spec.resources,
+        "tuning": spec.tuning,
+        "param_space": value(spec.param_space),
+    }
+
+
+SPACE_BLOCKS = [block for block in readme.blocks("python") if "\nparam_space = {" in block.text]
+
+
+def test_readme_shows_both_tiers_of_space_module():
+    assert [block.before.rsplit("`search_spaces/", 1)[1].split("`")[0] for block in SPACE_BLOCKS] == [
+        "wine_mlp.py",
+        "digits_own_loop.py",
+    ]
+
+
+@pytest.mark.parametrize("block", SPACE_BLOCKS, ids=lambda block: f"line{block.line}")
+def test_each_space_snippet_is_a_whole_module_that_runs_and_is_the_shipped_one(block, tmp_path):
+    shipped = REPO / "search_spaces" / block.before.rsplit("`search_spaces/", 1)[1].split("`")[0]
+    path = tmp_path / f"readme_{shipped.name}"
+    path.write_text(block.text)
+    spec = load_space(str(path))
+    # Its own code, one batch up to its first report, as `tuner run` checks it before any trial: no
+    # undefined name, no `...`, and the metric reported.
+    preparation.load_and_smoke(spec, seed=0, smoke_step=True)
+    assert _describe(spec) == _describe(load_space(str(shipped)))
+    if spec.train_loop is not None:
+        # Tier 2 is the shipped module as it is (its docstring aside), so how it keeps its state cannot
+        # drift from what the example does.
+        code = shipped.read_text()
+        assert block.text == code[code.index('"""', 3) + 3 :].lstrip("\n")
+
+
+def test_every_python_snippet_is_run_by_a_test_here():
+    others = [block for block in readme.blocks("python") if block not in SPACE_BLOCKS]
+    assert [block.before.split(" ")[0] for block in others] == ["From", "In"]  # API_AND_NOTEBOOK below
+
+
+API_AND_NOTEBOOK = [
+    block for block in readme.blocks("python") if block.before.startswith(("From Python", "In Jupyter"))
+]
+REPORT_BLOCK = next(block for block in readme.blocks("bash") if "tuner report tuner_results/first" in block.text)
+
+
+@pytest.mark.slow
+def test_the_api_and_notebook_snippets_and_the_report_commands_run_as_written(own_ray, tmp_path, monkeypatch):
+    """In a fresh folder, as a reader runs them: "From Python" runs an experiment, the notebook snippet
+    loads it, the report block's commands report it; nothing lands outside ./tuner_results."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for block in API_AND_NOTEBOOK:
+        exec(compile(block.text, f"README.md:{block.line}", "exec"), {})
+    reported = []
+    for line in REPORT_BLOCK.text.splitlines():
+        argv = shlex.split(line, comments=True)
+        result = run_tuner(*argv[1:], cwd=tmp_path)
+        assert result.returncode == 0, (line, result.stderr[-3000:])
+        reported.append(result.stdout)
+    trials = pd.read_csv(tmp_path / "tuner_results" / "first" / "trials.csv")
+    assert len(trials) == 9 and trials["trial_id"].iloc[0] in reported[0]
+    assert (tmp_path / "tuner_results" / "first" / "report.html").is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tuner_results"]
+
+
+def test_the_sample_output_has_the_shape_of_a_real_run():
+    block = readme.sample_output()
+    assert readme.output_shape_problems(block.text, elided=True) == []
+    assert not re.search(r"\d+ lines", block.before)  # a line count would be one more number to drift
+
+
+def _bench(name: str):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+def _tables_after(command: str) -> list[list[list[str]]]:
+    """The rows (header first) of each Markdown table between README's block holding `command` and the
+    next command."""
+    text = readme.README.read_text()
+    start = text.index(command)
+    tables: list[list[list[str]]] = []
+    previous = ""
+    for line in text[start : text.index("```bash", start)].splitlines():
+        if line.startswith("|") and not line.startswith(("|:", "|-", "| -")):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append([cell.strip() for cell in line.strip("|").split("|")])
+        previous = line
+    return tables
+
+
+SPREAD = re.compile(r"^\d\.\d{3} \((\d\.\d{3}|inf)-(\d\.\d{3}|inf)\)$|^inf \(")
+
+
+def test_the_search_efficiency_tables_are_the_benchmarks_own_output():
+    """Header and cell formats as the benchmark prints them: a table edited by hand (a range dropped, a
+    column renamed) is not what the command beside it printed."""
+    bench = _bench("search_efficiency")
+    rows = [
+        {"strategy": "s", "seed": seed, "trial_epochs": 9, "epochs_vs_grid": 1.0, "wall_s": 1.0}
+        | {"best_val_acc": 0.9, "to_target_vs_grid": reach}
+        for seed, reach in enumerate([0.2, 0.3, math.inf])
+    ]
+    printed = bench.summarize(pd.DataFrame(rows)).to_markdown(index=False).splitlines()[0]
+    header = [cell.strip() for cell in printed.strip("|").split("|")]
+    spreads = [header.index(name) for name in ("best val_acc", "vs grid", "epochs to target vs grid")]
+    for command in ("python bench/search_efficiency.py\n", "python bench/search_efficiency.py --epochs 27"):
+        tables = _tables_after(command)
+        assert [table[0] for table in tables] == [header], command
+        for row in tables[0][1:]:
+            assert all(SPREAD.match(row[column]) for column in spreads), (command, row)
+            assert re.fullmatch(r"\d+/\d+", row[header.index("reached")]), (command, row)
+
+
+def test_a_seed_that_never_reaches_the_target_is_inf_not_nan():
+    bench = _bench("search_efficiency")
+    reached = pd.Series([0.245, 0.259, 0.3, math.inf, 0.2])
+    assert bench.spread(reached) == "0.259 (0.245-0.300)"  # 25 % and 75 % fall on seeds: exact
+    assert bench.spread(pd.Series([0.2, 0.3, math.inf])) == "0.300 (0.250-inf)"  # 75 %: half past the last seed
+    assert bench.spread(pd.Series([0.2, 0.4])) == "0.300 (0.250-0.350)"  # linear, as pandas'
