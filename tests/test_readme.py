@@ -18,7 +18,7 @@ from tuner import cli
 from tuner.execution import preparation
 from tuner.spec.space import load as load_space
 
-SETUP = ("python3 -m venv .venv",)  # the two setup lines: CI runs the second (.ci/run), a user the first
+SETUP = ("python3 -m venv .venv",)  # how both setup lines begin: a user runs the first, CI the second (.ci/run)
 
 
 def commands() -> list[tuple[readme.Block, list[str]]]:
