@@ -50,7 +50,9 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir), tune_run.interruptible(experiment_path):
         prepared = preparation.while_ray_starts(lambda: preparation.load_and_smoke(spec, options.seed, options.smoke))
-        with connect(options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs):
+        with connect(
+            options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
+        ):
             ready = prepared()
             fits = tune_run.trials_that_fit(spec.resources)  # also: one trial must fit at all
             max_concurrent = spec.resources.max_concurrent or fits
@@ -80,7 +82,9 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
-        with connect(options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs):
+        with connect(
+            options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
+        ):
             ready = loaded()
             tune_run.pickle_by_value(spec.local_modules)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)

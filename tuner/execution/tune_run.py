@@ -175,6 +175,7 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             env.frequent_snapshots(),
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
+            logs.quiet_interrupt_advice(verbose < 2),
         ):
             try:
                 results = tuner.fit()
