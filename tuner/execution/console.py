@@ -134,6 +134,8 @@ class LiveProgress(tune.Callback):
     # What is shown
 
     def _completed(self, trial: Trial) -> str:
+        if self._epochs_of(trial) == 0:  # --stop or the time budget ended it while it waited
+            return NOT_STARTED
         if trial.last_result and trial.last_result.get("diverged") in (True, 1):
             return DIVERGED
         return "finished" if self._epochs_of(trial) >= self.epochs else "stopped early"
@@ -163,6 +165,9 @@ class LiveProgress(tune.Callback):
             return PAUSED
         if not trial.last_result or self._epochs_of(trial) == 0:
             return NOT_STARTED
+        # Still running when the run ended, which Tune ends without the hooks above: --stop and the time
+        # budget end them before Ray saves its state (TERMINATED: stopped early in the report), Ctrl-C
+        # after (RUNNING: incomplete).
         return STOPPED_EARLY if self.final else INCOMPLETE
 
     def _trial_ended(self, trials: list[Trial], trial: Trial, how: str) -> None:

@@ -143,15 +143,14 @@ def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
 def _status(trial: Any, history: pd.DataFrame, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
     if len(history) and history["diverged"].iloc[-1] in (True, 1):
         return TrialStatus.DIVERGED
+    if not len(history):
+        # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
+        return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
-    if status := FROM_RAY.get(trial.status):
-        return status
-    if not len(history):
-        return TrialStatus.NOT_STARTED
-    # Running when the run ended: Ray saves its last state before it ends the trials still running.
-    # --stop or the time budget stopped them early; else the run was interrupted.
-    return TrialStatus.STOPPED_EARLY if meta.stopped_by else TrialStatus.INCOMPLETE
+    # Any other state was saved while the trial ran: Ray saves its state on Ctrl-C before it ends the
+    # trials (--stop and the time budget end them first, TERMINATED).
+    return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
 
 
 def total_trials(trials: pd.DataFrame, meta: ExperimentMeta) -> int:
