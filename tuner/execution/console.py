@@ -143,6 +143,9 @@ class LiveProgress(tune.Callback):
     def _stopped_by(self, trials: list[Trial]) -> str:
         """What ended the run when it was --stop or the time budget, as tuner/execution/tune_run.py
         records it for the summary; "" otherwise."""
+        cut_short = len(trials) < (self.total or 0) or any(self._how_it_ended(trial) is None for trial in trials)
+        if not cut_short:  # every trial ended by itself: nothing was stopped
+            return ""
         if self.stop is not None and self.reached_by is not None:
             return stop_reached(self.stop, self.reached_by)
         budget = self.time_budget_s

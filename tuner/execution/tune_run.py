@@ -223,6 +223,11 @@ def _stopped_by(results: tune.ResultGrid, meta: ExperimentMeta, elapsed: float) 
     # Once a trial meets --stop, the stopper ends every trial (MetricThreshold.stop_all), and Tune ends
     # the run once the time budget is spent.
     budget = meta.budget
+    # Every trial there and run to its end by itself: nothing was stopped. (Tune has marked them all
+    # TERMINATED by now, cut short or not.)
+    epochs = [int(result.metrics.get("epoch", 0) or 0) for result in results]  # type: ignore[attr-defined]
+    if len(epochs) >= (meta.total_trials or 0) and all(epoch >= budget.epochs for epoch in epochs):
+        return None
     if (condition := budget.stop_condition) is not None and budget.stop is not None:
         first: tuple[float, str] | None = None
         for result in results:  # type: ignore[attr-defined]
