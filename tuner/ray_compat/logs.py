@@ -1,6 +1,7 @@
 """Ray's log lines that tuner's console replaces, silenced by name for as long as they would be noise."""
 
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -124,6 +125,23 @@ def train_report_lines(level: str) -> None:
     (which filters `ray.train.*`) misses it and every rank prints "Reporting training result ..." each
     epoch. Set in each Train worker's process. Can go when a Ray release names it `ray.train...`."""
     logging.getLogger(private.train_context_file()).setLevel(level)
+
+
+def _exit_in_finalizer(unraisable: Any) -> None:
+    if isinstance(unraisable.exc_value, SystemExit):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def quiet_exit_in_finalizers(level: str) -> None:
+    """Ray 2.60 ends an idle actor process (a trial's, once the run is over) with SIGTERM, and its handler
+    raises SystemExit. When the signal lands while Python runs a finalizer (a weakref callback), Python
+    cannot raise it there and prints "Exception ignored in ... SystemExit: 1" with a traceback, which
+    Ray forwards to the console at the end of a run. The process is on its way out either way. Set in
+    each trial's and Train worker's process below -v. Can go when Ray's handler exits without raising
+    inside finalizers."""
+    if level.upper() != "INFO":
+        sys.unraisablehook = _exit_in_finalizer
 
 
 ANALYSIS_LOGGER = "ray.tune.analysis.experiment_analysis"
