@@ -80,10 +80,25 @@ def _is_noise(line: str) -> bool:
 
 @contextmanager
 def quiet_worker_lines(quiet: bool) -> Iterator[None]:
-    """Drops CORE_WORKER_NOISE from the worker lines Ray prints on the driver (log_to_driver), for the
-    block; enter it once Ray is up."""
+    """Drops CORE_WORKER_NOISE from the worker lines Ray prints on the driver (log_to_driver), or on a
+    Ray Client through its log stream, for the block; enter it once Ray is up."""
     if not quiet:
         yield
+        return
+    stream = private.client_log_stream()
+    if stream is not None:
+        printed = stream.stdstream
+
+        def stdstream(level: int, msg: str) -> None:
+            kept = "".join(line for line in msg.splitlines(keepends=True) if not _is_noise(line))
+            if kept or not msg:
+                printed(level, kept)
+
+        stream.stdstream = stdstream  # an attribute of this stream only; Ray reads it for each line
+        try:
+            yield
+        finally:
+            del stream.stdstream
         return
 
     def without_noise(handler: private.WorkerLineHandler) -> private.WorkerLineHandler:

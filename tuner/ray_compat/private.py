@@ -59,3 +59,13 @@ def set_worker_line_handlers(handlers: list[tuple[str, WorkerLineHandler]]) -> N
 
     with global_worker_stdstream_dispatcher._lock:
         global_worker_stdstream_dispatcher.handlers = handlers
+
+
+def client_log_stream() -> Any | None:
+    """Ray Client's log stream, whose `stdstream(level, msg)` prints the cluster processes' lines on the
+    client (Ray 2.60), or None when this process is no Ray Client."""
+    from ray.util.client import ray as client
+
+    if not client.is_connected():
+        return None
+    return getattr(client.get_context().client_worker, "log_client", None)
