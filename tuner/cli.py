@@ -14,7 +14,7 @@ from tuner.command import tuner_command
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column
-from tuner.results.status import TrialStatus
+from tuner.results.status import UNFINISHED
 from tuner.settings import GROUPS, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
@@ -284,22 +284,31 @@ def _resume(args: argparse.Namespace) -> int:
 def _summarize(outcome: "Outcome") -> int:
     from tuner.results import report
 
-    trials, path = outcome.trials, outcome.experiment_path
+    trials, path, meta = outcome.trials, outcome.experiment_path, outcome.meta
     if outcome.unread:
         print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
     print()
     print(f"experiment: {path}")
     print(f"report:     {path}/{report.TRIALS_CSV} ({tuner_command()} report {path})")
-    unfinished = trials["status"].isin([TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED])
-    if unfinished.any():
+    # The counts of the live view's last line, `tuner list` and `tuner report`: every trial of the
+    # experiment, the ones Ray never created included.
+    counts, total = report.tally(trials, meta), report.total_trials(trials, meta)
+    done = total - sum(counts.get(status, 0) for status in UNFINISHED)
+    interrupted = done < total and not meta.stopped_by
+    if meta.stopped_by:
+        print(f"stopped:    {meta.stopped_by}; {done} of {total} trials done ({report.describe(counts)})")
+    elif interrupted:
         print(
-            f"interrupted: {int((~unfinished).sum())} of {len(trials)} trials done; "
+            f"interrupted: {done} of {total} trials done ({report.describe(counts)}); "
             f"continue with: {tuner_command()} resume {path}"
         )
     scored = report.scored(trials, outcome.metric)
     if scored.empty:
-        print(f"no trial completed ({len(trials)} recorded); the report lists each trial's status and error")
-        return INTERRUPTED if unfinished.any() else 1
+        print(
+            f"no trial completed ({report.describe(counts) or 'none recorded'}); "
+            "the report lists each trial's status and error"
+        )
+        return INTERRUPTED if interrupted else 1
     best = scored.iloc[0]
     config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
     print(
@@ -307,7 +316,7 @@ def _summarize(outcome: "Outcome") -> int:
         f"(epoch {best['best_epoch']})  {config}"
     )
     _next_steps(path, {key: best[key] for key in outcome.params})
-    return INTERRUPTED if unfinished.any() else 0
+    return INTERRUPTED if interrupted else 0
 
 
 def _next_steps(path: str, best: dict[str, Any]) -> None:
@@ -348,10 +357,15 @@ def _report(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(table.to_json(orient="records", indent=1))
     else:
-        running = (trials["status"] == TrialStatus.INCOMPLETE).sum() if len(trials) else 0
-        live = f" ({running} still running or interrupted)" if running else ""
+        # As the summary and `tuner list` count them; an incomplete trial may still be running.
+        counts = report.describe(report.tally(trials, meta))
         objective = meta.objective
-        print(f"# {meta.space}: {len(trials)} trials{live}, ranked by best {objective.metric} ({objective.mode})\n")
+        print(
+            f"# {meta.space}: {report.total_trials(trials, meta)} trials ({counts or 'none recorded'}), "
+            f"ranked by best {objective.metric} ({objective.mode})"
+            + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "")
+            + "\n"
+        )
         print(table.to_markdown(index=False, floatfmt=".4g"))
     return 0
 

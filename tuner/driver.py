@@ -34,6 +34,7 @@ class Outcome:
     trials: pd.DataFrame
     metric: str
     params: list[str]
+    meta: ExperimentMeta  # as the run left it: its total of trials, and what stopped it
     unread: str | None = None  # the warning naming param_space keys no trial read
 
 
@@ -51,7 +52,9 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir), tune_run.interruptible(experiment_path):
         prepared = preparation.while_ray_starts(lambda: preparation.load_and_smoke(spec, options.seed, options.smoke))
-        with connect(options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs):
+        with connect(
+            options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
+        ):
             ready = prepared()
             fits = tune_run.trials_that_fit(spec.resources)  # also: one trial must fit at all
             max_concurrent = spec.resources.max_concurrent or fits
@@ -62,7 +65,8 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
         trials = report.write(experiment_path)
-    return Outcome(experiment_path, trials, spec.objective.metric, meta.params, unread)
+    ended = meta_file.read(experiment_path)
+    return Outcome(experiment_path, trials, spec.objective.metric, meta.params, ended, unread)
 
 
 def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
@@ -81,16 +85,19 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
-        with connect(options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs):
+        with connect(
+            options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
+        ):
             ready = loaded()
             tune_run.pickle_by_value(spec.local_modules)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.restored_tuner(experiment_path, setup)
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
-            meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None))
+            meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None, stopped_by=None))
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
         trials = report.write(experiment_path)
-    return Outcome(experiment_path, trials, meta.objective.metric, meta.params, unread)
+    ended = meta_file.read(experiment_path)
+    return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
 
 
 def _new_experiment_path(storage_path: str, name: str) -> str:
@@ -121,6 +128,7 @@ def _meta(spec: ExperimentSpec, plan: SearchPlan, options: RunOptions) -> Experi
         data_dir=options.data_dir,
         seed=options.seed,
         started_at=time.time(),
+        total_trials=plan.total_trials,
     )
 
 

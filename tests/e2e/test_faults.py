@@ -167,11 +167,12 @@ def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
         )
         victim = random.Random(5).choice(_processes(driver, "RayTrainWorker"))
         victim.kill()
-        code, _, err = finish(driver, timeout=400)
+        code, out, err = finish(driver, timeout=400)
     finally:
         if driver.poll() is None:
             kill_group(driver)
     assert code == 0, err[-3000:]
+    assert "PreemptionWatcher" not in out + err  # Ray core's line at each worker group's start
     trials = pd.read_csv(experiment / "trials.csv")
     assert len(trials) == 1 and trials.loc[0, "status"] == "finished" and trials.loc[0, "epochs"] == 12
     history = pd.read_parquet(experiment / "history.parquet")
@@ -204,11 +205,22 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     try:
         wait_until(lambda: epochs_checkpointed(experiment) >= 3, "3 epochs", driver=driver)
         driver.send_signal(signal.SIGINT)
-        code, out, _ = finish(driver, timeout=120)
+        code, out, err = finish(driver, timeout=120)
     finally:
         if driver.poll() is None:
             kill_group(driver)
     assert code == 130 and f"continue with: {tuner_command()} resume {experiment}" in out
+    # One instruction to continue (not Ray's Tuner.restore advice too), and one count of the 4 trials
+    # (1 running when interrupted, 3 never started) in the live view, the summary, `tuner list` and
+    # `tuner report`; no best, since no trial ended.
+    assert "Tuner.restore" not in out + err and "Stop signal received" not in out + err
+    final = [line for line in out.splitlines() if line.startswith("0/4 trials done · 1 incomplete · 3 not started")]
+    assert len(final) == 1 and "best" not in final[0] and "waiting" not in final[0], out
+    assert "interrupted: 0 of 4 trials done (1 incomplete, 3 not started); continue with:" in out
+    assert "1 incomplete, 3 not started" in run_tuner("list", "results", cwd=tmp_path).stdout
+    assert (
+        "resumable: 4 trials (1 incomplete, 3 not started)" in run_tuner("report", str(experiment), cwd=tmp_path).stdout
+    )
 
     schedule = random.Random(2026)
     kept: dict[str, str] = {}

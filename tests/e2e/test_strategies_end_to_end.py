@@ -33,11 +33,26 @@ def space(workdir, name, epochs=9, num_samples=6, lr="tune.choice([1e-5, 1e-5, 3
 
 
 def run(workdir, *args):
+    trials, history, _ = run_with_output(workdir, *args)
+    return trials, history
+
+
+def run_with_output(workdir, *args):
     result = run_tuner("run", *args, "--storage-path", "results", cwd=workdir)
     assert result.returncode == 0, result.stderr[-3000:]
     name = args[args.index("--name") + 1]
     experiment = workdir / "results" / name
-    return pd.read_csv(experiment / "trials.csv"), pd.read_parquet(experiment / "history.parquet")
+    return pd.read_csv(experiment / "trials.csv"), pd.read_parquet(experiment / "history.parquet"), result.stdout
+
+
+def ended_by(stdout: str, total: int) -> tuple[str, str]:
+    """The live view's last status line and the summary's `stopped:` line, once each; the status line
+    says nothing runs or waits any more."""
+    final = [line for line in stdout.splitlines() if f"/{total} trials done" in line][-1]
+    assert "waiting" not in final and "running" not in final and "left" not in final, final
+    summary = [line for line in stdout.splitlines() if line.startswith("stopped:    ")]
+    assert len(summary) == 1, stdout
+    return final, summary[0]
 
 
 def test_asha_stops_bad_configs_early(tmp_path):
@@ -100,18 +115,27 @@ def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
 def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
     path = space(tmp_path, "long", epochs=10000, num_samples=50, lr="tune.loguniform(1e-5, 3e-2)")
     started = time.monotonic()
-    trials, history = run(
+    trials, history, out = run_with_output(
         tmp_path, path, "--search", "optuna", "--scheduler", "median", "--time-budget", "15s", "--name", "optuna_median"
     )
     assert time.monotonic() - started < 100  # 15 s of trials plus Ray's start-up and teardown
     assert 1 <= len(trials) < 50
     assert (trials["epochs"] < 10000).all()  # ~40 epochs/s here: a budget of 15 s ends every trial early
     assert set(trials["status"]) <= {"stopped early", "not started"}
+    # The budget ended the run, and the live view, the summary and `tuner list` say so and count alike.
+    final, summary = ended_by(out, 50)
+    done = int((trials["status"] == "stopped early").sum())
+    counts = f"{done} stopped early, {50 - done} not started"
+    assert final.startswith(f"{done}/50 trials done · {done} stopped early · {50 - done} not started"), final
+    assert "stopped: time budget 15s reached" in out.splitlines()
+    assert summary == f"stopped:    time budget 15s reached; {done} of 50 trials done ({counts})"
+    listed = run_tuner("list", "results", cwd=tmp_path).stdout
+    assert any("| stopped " in line and counts in line for line in listed.splitlines()), listed
 
 
 def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
     path = space(tmp_path, "stop", epochs=30, num_samples=8, lr="tune.loguniform(1e-2, 3e-2)")
-    trials, history = run(
+    trials, history, out = run_with_output(
         tmp_path,
         path,
         "--search",
@@ -125,6 +149,17 @@ def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
     )
     assert trials.iloc[0]["best_val_acc"] >= 0.8
     assert history["epoch"].max() < 30  # nobody trained on after the target was reached
+    # Which trial reached it, the same in the live view and the summary; the live view's best is the
+    # summary's best trial.
+    final, summary = ended_by(out, 8)
+    reached = [line for line in out.splitlines() if line.startswith("stopped: val_acc>=0.8 reached by trial ")]
+    assert len(reached) == 1, out
+    by = reached[0].rsplit(" ", 1)[-1]
+    assert summary.startswith(f"stopped:    val_acc>=0.8 reached by trial {by}; "), summary
+    assert trials.set_index("trial_id").loc[by, "best_val_acc"] >= 0.8
+    ranked = trials[trials["status"].isin(["finished", "stopped early", "paused"])]  # what the summary ranks
+    assert f"best {ranked.iloc[0]['trial_id']} val_acc=" in final
+    assert f"best trial: {ranked.iloc[0]['trial_id']} " in out
 
 
 def test_bohb(tmp_path):

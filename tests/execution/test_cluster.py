@@ -141,6 +141,8 @@ def test_run_on_an_existing_cluster(ray_head, workdir):
         env=_token_env(ray_head),
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # The cluster's processes keep the head's INFO level; the run's own log at WARNING below -v.
+    assert "Checkpoint successfully created" not in result.stdout + result.stderr
     # The cluster's own dashboard is announced: the run joined it rather than starting an instance.
     assert f"Ray dashboard: {ray_head['dashboard']}" in result.stdout
     trials = pd.read_csv(workdir / "results" / "on_cluster" / "trials.csv")
@@ -171,10 +173,15 @@ def test_run_through_ray_client(ray_head, workdir):
         "via_client",
         "--epochs",
         "1",
+        "-q",
         cwd=workdir,
         env=_token_env(ray_head),
     )
     assert result.returncode == 0, result.stderr[-3000:] + _client_server_logs(ray_head)
+    # Tune runs on the cluster here (Ray Client): its configuration box, its INFO lines and the
+    # trials' stay there, and -q leaves the summary only.
+    assert result.stdout.lstrip().startswith("experiment: "), result.stdout
+    assert not result.stderr.strip(), result.stderr
     trials = pd.read_csv(workdir / "results" / "via_client" / "trials.csv")
     assert len(trials) == 2 and (trials["status"] == "finished").all() and (trials["epochs"] == 1).all()
 

@@ -65,10 +65,11 @@ def _token_hint() -> str:
 
 
 @contextmanager
-def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO") -> Iterator[None]:
+def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO", verbose: int = 2) -> Iterator[None]:
     """Ray, up for the duration of the block, with the dashboard URL logged before the first trial;
-    `ray_logs` is the level of the Ray loggers in the processes of a local instance (its raylet starts
-    them with this process's environment; a cluster's own nodes keep their level).
+    `ray_logs` is the level of the Ray loggers in the processes of the run: a local instance's raylet
+    starts them with this process's environment, and on an existing cluster the job's runtime_env sets
+    it (with the rest of env.cluster_job_variables(verbose)) in the processes this run starts.
 
     `state_api`: multi-worker trials need Ray's State API, which the dashboard process serves: Ray
     Train's PlacementGroupCleaner asks it whether a Train controller died, and without an answer a
@@ -92,13 +93,15 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     if cluster.target != "local":
         check_reachable(cluster.target)
         token = send_token_if_available()
+    quiet = ray_logs.upper() != "INFO"
     try:
         # The instance's processes take the level as they start; this process's environment is put back.
         with (
             env.local_instance_log_level(ray_logs),
-            logs.quiet_token_notice(cluster.target == "local" and ray_logs.upper() != "INFO"),
+            logs.quiet_token_notice(cluster.target == "local" and quiet),
+            logs.quiet_client_notice(quiet),
         ):
-            context = _init(cluster, state_api)
+            context = _init(cluster, state_api, env.cluster_job_variables(verbose, ray_logs))
     except AuthenticationError:
         raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(token)}") from None
     except ConnectionError as err:
@@ -107,15 +110,18 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             f"cannot connect to a Ray cluster at {cluster.target}: {err} (if the cluster uses token "
             f"authentication, {refusal_hint(token)})"
         ) from None
-    try:
-        if context.dashboard_url:
-            log.info("Ray dashboard: http://%s%s", context.dashboard_url, _token_hint())
-        yield
-    finally:
-        _shutdown()
+    with logs.quiet_worker_lines(quiet):
+        try:
+            if context.dashboard_url:
+                log.info("Ray dashboard: http://%s%s", context.dashboard_url, _token_hint())
+            yield
+        finally:
+            _shutdown()
 
 
-def _init(cluster: Cluster, state_api: bool) -> Any:
+def _init(cluster: Cluster, state_api: bool, job_variables: dict[str, str]) -> Any:
+    # A local instance's processes inherit this process's environment (see `connect`).
+    runtime_env = {"env_vars": job_variables} if cluster.target != "local" else None
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
         try:
             return ray.init(
@@ -126,6 +132,7 @@ def _init(cluster: Cluster, state_api: bool) -> Any:
                 dashboard_port=cluster.dashboard_port if cluster.dashboard else None,
                 configure_logging=True,
                 logging_level=logging.WARNING,
+                runtime_env=runtime_env,
             )
         except ConnectionError as err:
             if not errors.is_client_server_failure(err) or attempt == CLIENT_SERVER_ATTEMPTS:

@@ -7,6 +7,12 @@ verbosity, and none of that can be switched off on its own; their only quieter l
 On a terminal the status is one line redrawn in place (one line, so that whatever else prints in
 between, a trial's own output or a Ray warning, is never overwritten); elsewhere (CI, a pipe,
 `tuner submit --follow`) it is plain lines: a line per ended trial and a status line now and then.
+
+Its counts and its best trial mean what the summary, `tuner list` and `tuner report` mean
+(tuner/results/status.py): the total is the experiment's, started or not; a trial running when the run
+ended is "incomplete" after Ctrl-C and "stopped early" when --stop or the time budget ended the run
+(then a last line says which); the best is the best of the trials that count towards it (SCORED), so
+it is always a trial the summary ranks.
 """
 
 import shutil
@@ -18,12 +24,24 @@ from typing import Any
 from ray import tune
 from ray.tune.experiment import Trial
 
-from tuner.settings.budgets import format_duration
+from tuner.settings.budgets import (
+    StopCondition,
+    format_duration,
+    parse_duration,
+    parse_stop,
+    stop_reached,
+    time_budget_reached,
+)
 from tuner.spec.param_space import flatten
 
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
 REDRAW_PERIOD_S = 1.0  # on a terminal
 _CLEAR_LINE = "\r\x1b[2K"
+# The words of tuner/results/status.py, which this stage may not import: a trial's status as the
+# report names it (tests/execution/test_console_words.py keeps them the same).
+FINISHED, STOPPED_EARLY, PAUSED, DIVERGED = "finished", "stopped early", "paused", "diverged"
+INCOMPLETE, NOT_STARTED = "incomplete", "not started"
+COUNTED = (FINISHED, STOPPED_EARLY, PAUSED)  # status.SCORED: the trials the best is chosen from
 
 
 def _value(value: Any) -> str:
@@ -34,10 +52,26 @@ class LiveProgress(tune.Callback):
     """The live view, as a Tune callback. Tune pickles it with the run's config (and `tuner resume`
     restores it from there), so it holds no stream and keeps no state that `setup` does not reset."""
 
-    def __init__(self, metric: str, mode: str, params: Sequence[str], epochs: int, time_budget_s: float | None):
+    def __init__(
+        self,
+        metric: str,
+        mode: str,
+        params: Sequence[str],
+        epochs: int,
+        time_budget: str | None = None,
+        stop: str | None = None,
+    ):
         self.metric, self.mode, self.params, self.epochs = metric, mode, list(params), epochs
-        self.time_budget_s = time_budget_s
+        self.time_budget, self.stop = time_budget, stop
         self.setup()
+
+    @property
+    def time_budget_s(self) -> float | None:
+        return parse_duration(self.time_budget) if self.time_budget is not None else None
+
+    @property
+    def stop_condition(self) -> StopCondition | None:
+        return parse_stop(self.stop) if self.stop is not None else None
 
     # Tune's hooks
 
@@ -49,10 +83,31 @@ class LiveProgress(tune.Callback):
         **info: Any,
     ) -> None:
         self.total = total_num_samples if total_num_samples and total_num_samples < sys.maxsize else None
+        # Restored from an experiment that an older tuner started, which kept no words for these.
+        vars(self).setdefault("time_budget", None)
+        vars(self).setdefault("stop", None)
         self.started = time.monotonic()
         self.drawn = False  # the status line is on the screen, with no newline after it
         self.last_status = 0.0
-        self.ended: dict[str, str] = {}  # trial id -> finished | stopped early | errored
+        self.ended: dict[str, str] = {}  # trial id -> finished | stopped early | errored | diverged
+        self.earlier: dict[str, str] = {}  # the same, for trials that ended in an earlier run (a resume)
+        self.reached_by: str | None = None  # the first trial to report a result that meets --stop
+        self.final: str | None = None  # the run is over: what ended it in words, or "" when no budget did
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        for trial in trials:
+            if trial.trial_id not in self.earlier and trial.trial_id not in self.ended:
+                if trial.status == Trial.ERROR:
+                    self.earlier[trial.trial_id] = "errored"
+                elif trial.status == Trial.TERMINATED:
+                    self.earlier[trial.trial_id] = self._completed(trial)
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        condition = self.stop_condition
+        if condition is not None and self.reached_by is None:
+            score = result.get(condition.metric)
+            if isinstance(score, (int, float)) and condition.reached(score):
+                self.reached_by = trial.trial_id
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         now = time.monotonic()
@@ -63,25 +118,60 @@ class LiveProgress(tune.Callback):
             self.last_status = now
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._trial_ended(trials, trial, "finished" if self._epochs_of(trial) >= self.epochs else "stopped early")
+        self._trial_ended(trials, trial, self._completed(trial))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._trial_ended(trials, trial, "errored")
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        # Tune ends the trials still running (Ctrl-C, --stop, the time budget) without the hooks above.
+        self.final = self._stopped_by(trials)
         if trials:
             self._print(self._status(trials))
+        if self.final:
+            self._print(f"stopped: {self.final}")
 
     # What is shown
+
+    def _completed(self, trial: Trial) -> str:
+        if self._epochs_of(trial) == 0:  # --stop or the time budget ended it while it waited
+            return NOT_STARTED
+        if trial.last_result and trial.last_result.get("diverged") in (True, 1):
+            return DIVERGED
+        return "finished" if self._epochs_of(trial) >= self.epochs else "stopped early"
+
+    def _stopped_by(self, trials: list[Trial]) -> str:
+        """What ended the run when it was --stop or the time budget, as tuner/execution/tune_run.py
+        records it for the summary; "" otherwise."""
+        cut_short = len(trials) < (self.total or 0) or any(self._how_it_ended(trial) is None for trial in trials)
+        if not cut_short:  # every trial ended by itself: nothing was stopped
+            return ""
+        if self.stop is not None and self.reached_by is not None:
+            return stop_reached(self.stop, self.reached_by)
+        budget = self.time_budget_s
+        # Tune's clock for the budget starts before this callback's setup, a moment earlier than ours.
+        if self.time_budget is not None and budget is not None and time.monotonic() - self.started >= budget - 2.0:
+            return time_budget_reached(self.time_budget)
+        return ""
 
     def _how_it_ended(self, trial: Trial) -> str | None:
         if trial.trial_id in self.ended:  # Tune calls the hooks before it sets the trial's status
             return self.ended[trial.trial_id]
+        if trial.trial_id in self.earlier:
+            return self.earlier[trial.trial_id]
         if trial.status == Trial.ERROR:
             return "errored"
-        if trial.status == Trial.TERMINATED:  # ended in an earlier run of a resumed experiment
-            return "finished" if self._epochs_of(trial) >= self.epochs else "stopped early"
-        return None
+        if self.final is None:
+            return None
+        # The run is over; as the report names these (tuner/results/report.py, _status).
+        if trial.status == Trial.PAUSED:
+            return PAUSED
+        if not trial.last_result or self._epochs_of(trial) == 0:
+            return NOT_STARTED
+        # Still running when the run ended, which Tune ends without the hooks above: --stop and the time
+        # budget end them before Ray saves its state (TERMINATED: stopped early in the report), Ctrl-C
+        # after (RUNNING: incomplete).
+        return STOPPED_EARLY if self.final else INCOMPLETE
 
     def _trial_ended(self, trials: list[Trial], trial: Trial, how: str) -> None:
         self.ended[trial.trial_id] = how
@@ -97,19 +187,29 @@ class LiveProgress(tune.Callback):
             self._draw(trials)
 
     def _status(self, trials: list[Trial]) -> str:
-        ended = [how for trial in trials if (how := self._how_it_ended(trial)) is not None]
-        running = sum(trial.status == Trial.RUNNING for trial in trials)
-        total = self.total or len(trials)
+        hows = [how for trial in trials if (how := self._how_it_ended(trial)) is not None]
+        unfinished = (INCOMPLETE, NOT_STARTED)
+        ended = [how for how in hows if how not in unfinished]
+        total = max(self.total or 0, len(trials))
         elapsed = time.monotonic() - self.started
         parts = [f"{len(ended)}/{total} trials done"]
-        parts += [f"{ended.count(how)} {how}" for how in ("stopped early", "errored") if how in ended]
-        parts += [
-            f"{running} running",
-            f"{total - len(ended) - running} waiting",
-            f"{format_duration(elapsed)} elapsed",
-        ]
-        if (left := self._time_left(trials, elapsed)) is not None:
-            parts.append(f"~{format_duration(left)} left")
+        shown = ("stopped early", "paused", "diverged", "errored")
+        parts += [f"{ended.count(how)} {how}" for how in shown if how in ended]
+        if self.final is not None:  # the run is over: nothing runs or waits any more
+            if incomplete := hows.count(INCOMPLETE):
+                parts.append(f"{incomplete} {INCOMPLETE}")
+            if not_started := total - len(hows) + hows.count(NOT_STARTED):
+                parts.append(f"{not_started} {NOT_STARTED}")
+            parts.append(f"{format_duration(elapsed)} elapsed")
+        else:
+            running = sum(trial.status == Trial.RUNNING for trial in trials)
+            parts += [
+                f"{running} running",
+                f"{total - len(ended) - running} waiting",
+                f"{format_duration(elapsed)} elapsed",
+            ]
+            if (left := self._time_left(trials, elapsed)) is not None:
+                parts.append(f"~{format_duration(left)} left")
         if (best := self._best(trials)) is not None:
             parts.append(f"best {best.trial_id} {self.metric}={_value(self._best_of(best))} {self._config(best)}")
         return " · ".join(parts)
@@ -136,9 +236,11 @@ class LiveProgress(tune.Callback):
         return analysis[self.mode] if analysis else None
 
     def _best(self, trials: list[Trial]) -> Trial | None:
-        # By trial id: max/min keep the first of equal scores, so a tie goes to the lower id, as in the
-        # report's ranking (tuner/results/report.py, rank).
-        scored = sorted((trial for trial in trials if self._best_of(trial) is not None), key=lambda t: t.trial_id)
+        # Of the trials whose scores count, as the summary ranks them (SCORED). By trial id: max/min keep
+        # the first of equal scores, so a tie goes to the lower id, as in the report's ranking
+        # (tuner/results/report.py, rank).
+        counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
+        scored = sorted((trial for trial in counted if self._best_of(trial) is not None), key=lambda t: t.trial_id)
         if not scored:
             return None
         pick = max if self.mode == "max" else min

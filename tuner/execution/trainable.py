@@ -73,6 +73,7 @@ def device_for(resources: Resources) -> torch.device:
 
 def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
     _use_cpus(setup)
+    logs.quiet_exit_in_finalizers(setup.ray_logs)
     device = device_for(setup.resources)
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
@@ -94,6 +95,7 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     setup: TrialSetup = loop_config["setup"]
     _use_cpus(setup)
     logs.train_report_lines(setup.ray_logs)
+    logs.quiet_exit_in_finalizers(setup.ray_logs)
     device = ray.train.torch.get_device()
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:

@@ -23,6 +23,7 @@ from tuner.ray_compat import env, errors, logs
 from tuner.search import schedulers
 from tuner.search.plan import SearchPlan
 from tuner.settings import Resources, RunOptions
+from tuner.settings.budgets import stop_reached, time_budget_reached
 from tuner.spec import hyperparameters
 from tuner.spec.param_space import flat_keys
 from tuner.spec.space import ExperimentSpec
@@ -98,7 +99,8 @@ def new_tuner(
                 spec.objective.mode,
                 flat_keys(spec.param_space),
                 spec.budget.epochs,
-                spec.budget.time_budget_s,
+                time_budget=spec.budget.time_budget,
+                stop=spec.budget.stop,
             )
         )
     if options.mlflow:
@@ -175,11 +177,15 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             env.frequent_snapshots(),
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
+            logs.quiet_interrupt_advice(verbose < 2),
         ):
+            started = time.monotonic()
             try:
                 results = tuner.fit()
             finally:  # Ctrl-C included: the run has ended either way
                 _record_end(experiment_path)
+            if stopped_by := _stopped_by(results, meta, time.monotonic() - started):
+                meta_file.update(experiment_path, stopped_by=stopped_by)
         if results.num_errors:
             # Ray may also end normally, its trials failed on the storage: the same error, and nothing
             # deleted or rewritten (retiring checkpoints would free space and hide the cause).
@@ -208,6 +214,36 @@ def _record_end(experiment_path: str) -> None:
         meta_file.update(experiment_path, ended_at=time.time())
     except OSError:
         pass  # a full disk: check_storage says so; the status is only a listing's nicety
+
+
+def _stopped_by(results: tune.ResultGrid, meta: ExperimentMeta, elapsed: float) -> str | None:
+    """What ended the run, in words, when --stop or the time budget did: the summary, `tuner list` and
+    `tuner report` say it, and count the trials it cut short as stopped early (results/report.py).
+    The live view tells the same from the results it sees (execution/console.py, _stopped_by)."""
+    # Once a trial meets --stop, the stopper ends every trial (MetricThreshold.stop_all), and Tune ends
+    # the run once the time budget is spent.
+    budget = meta.budget
+    # Every trial there and run to its end by itself: nothing was stopped. (Tune has marked them all
+    # TERMINATED by now, cut short or not.)
+    epochs = [int(result.metrics.get("epoch", 0) or 0) for result in results]  # type: ignore[attr-defined]
+    if len(epochs) >= (meta.total_trials or 0) and all(epoch >= budget.epochs for epoch in epochs):
+        return None
+    if (condition := budget.stop_condition) is not None and budget.stop is not None:
+        first: tuple[float, str] | None = None
+        for result in results:  # type: ignore[attr-defined]
+            rows = result.metrics_dataframe
+            if rows is None or condition.metric not in rows or "reported_at" not in rows:
+                continue
+            met = rows[
+                rows[condition.metric].map(lambda score: isinstance(score, (int, float)) and condition.reached(score))
+            ]
+            if len(met) and (first is None or met["reported_at"].min() < first[0]):
+                first = float(met["reported_at"].min()), str(result.metrics.get("trial_id", ""))
+        if first is not None:
+            return stop_reached(budget.stop, first[1])
+    if budget.time_budget is not None and budget.time_budget_s is not None and elapsed >= budget.time_budget_s:
+        return time_budget_reached(budget.time_budget)
+    return None
 
 
 def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str) -> str | None:

@@ -51,6 +51,18 @@ def fast_train_polls() -> AbstractContextManager[None]:
     return variable(POLL_INTERVAL_VARIABLE, POLL_INTERVAL_S, user_wins=True)
 
 
+def cluster_job_variables(verbose: int, level: str) -> dict[str, str]:
+    """The variables above, for every process of a run on an existing cluster (`--address`), set as the
+    job's runtime_env: a local instance's processes inherit tuner's own environment, a cluster's do
+    not. With Ray Client (ray://) Tune's loop itself runs on the cluster (Tuner.fit in a remote
+    TunerInternal), so its reporter and snapshot period must be set there too."""
+    variables = {"RAY_LOGGER_LEVEL": level.lower()}
+    if verbose < 2:
+        variables["RAY_AIR_NEW_OUTPUT"] = "0"
+    variables["TUNE_GLOBAL_CHECKPOINT_S"] = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S)
+    return variables
+
+
 def local_instance_log_level(level: str) -> AbstractContextManager[None]:
     """The level of the Ray loggers in the processes of a local instance that starts inside the block:
     its raylet starts them with this process's environment (a cluster's own nodes keep their level)."""

@@ -1,9 +1,11 @@
 """Ray's log lines that tuner's console replaces, silenced by name for as long as they would be noise."""
 
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from tuner.ray_compat import private
 
@@ -31,11 +33,130 @@ def quiet_token_notice(quiet: bool) -> Iterator[None]:
         logger.removeFilter(notice)
 
 
+class _DropMessages(logging.Filter):
+    def __init__(self, *starts: str):
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.starts)
+
+
+@contextmanager
+def _filtered(logger_name: str, quiet: bool, *starts: str) -> Iterator[None]:
+    dropped, logger = _DropMessages(*starts), logging.getLogger(logger_name)
+    if quiet:
+        logger.addFilter(dropped)
+    try:
+        yield
+    finally:
+        logger.removeFilter(dropped)
+
+
+TUNE_RUN_LOGGER = "ray.tune.tune"
+# Ray Tune 2.60 logs these on Ctrl-C at WARNING: that it is ending the run ("Press CTRL+C ... to
+# skip"), then "Resume experiment with: Tuner.restore(path=..., trainable=...)", advice for Ray's Python
+# API, printed above tuner's own resume command: two different instructions. tuner's summary says the
+# run was interrupted and how to continue it. Can go when Ray lets the caller word its own interrupt.
+TUNE_INTERRUPT_NOTICES = ("Stop signal received", "Experiment has been interrupted")
+
+
+def quiet_interrupt_advice(quiet: bool) -> AbstractContextManager[None]:
+    return _filtered(TUNE_RUN_LOGGER, quiet, *TUNE_INTERRUPT_NOTICES)
+
+
+# Ray 2.60's Train controller starts a PreemptionWatcher actor (max_restarts=-1) for every worker group,
+# and Ray's core worker then logs at ERROR, from C++ (so no Python logger or level reaches it), that
+# an actor with constructor arguments in the object store may fail to restart: once per multi-worker
+# trial, about Ray's own actor, with nothing for the user to do. Ray's only switch
+# (RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0) turns the watcher itself off, so the line is dropped on its way
+# to the console instead. Can go when Ray no longer warns about its own watcher (ray-project/ray#53727).
+CORE_WORKER_NOISE = ("'PreemptionWatcher'", "max_restarts > 0")
+
+
+def _is_noise(line: str) -> bool:
+    return all(part in line for part in CORE_WORKER_NOISE)
+
+
+@contextmanager
+def quiet_worker_lines(quiet: bool) -> Iterator[None]:
+    """Drops CORE_WORKER_NOISE from the worker lines Ray prints on the driver (log_to_driver), or on a
+    Ray Client through its log stream, for the block; enter it once Ray is up."""
+    if not quiet:
+        yield
+        return
+    stream = private.client_log_stream()
+    if stream is not None:
+        printed = stream.stdstream
+
+        def stdstream(level: int, msg: str) -> None:
+            kept = "".join(line for line in msg.splitlines(keepends=True) if not _is_noise(line))
+            if kept or not msg:
+                printed(level, kept)
+
+        stream.stdstream = stdstream  # an attribute of this stream only; Ray reads it for each line
+        try:
+            yield
+        finally:
+            del stream.stdstream
+        return
+
+    def without_noise(handler: private.WorkerLineHandler) -> private.WorkerLineHandler:
+        def handle(data: dict[str, Any]) -> None:
+            lines = [line for line in data.get("lines", []) if not _is_noise(line)]
+            if lines or not data.get("lines"):
+                handler({**data, "lines": lines})
+
+        return handle
+
+    wrapped = {name: without_noise(handler) for name, handler in private.worker_line_handlers()}
+    originals = dict(private.worker_line_handlers())
+    private.set_worker_line_handlers([(name, wrapped[name]) for name in originals])
+    try:
+        yield
+    finally:
+        # Only the handlers still there: ray.shutdown() removes Ray's own printer, and a later ray.init
+        # adds it again.
+        private.set_worker_line_handlers(
+            [
+                (name, originals[name] if handler is wrapped.get(name) else handler)
+                for name, handler in private.worker_line_handlers()
+            ]
+        )
+
+
+# Ray Client's server calls ray.init for the client in a thread of its own, and Ray 2.60 then warns,
+# through the client's log stream, that it could not set a SIGTERM handler there: about Ray's process,
+# not tuner's. Can go when Ray stops warning there.
+CLIENT_LOGGER = "ray.util.client.logsclient"
+
+
+def quiet_client_notice(quiet: bool) -> AbstractContextManager[None]:
+    return _filtered(CLIENT_LOGGER, quiet, "SIGTERM handler is not set")
+
+
 def train_report_lines(level: str) -> None:
     """Ray 2.60 names the logger of Train's worker context by its file path, so Train's LoggingConfig
     (which filters `ray.train.*`) misses it and every rank prints "Reporting training result ..." each
     epoch. Set in each Train worker's process. Can go when a Ray release names it `ray.train...`."""
     logging.getLogger(private.train_context_file()).setLevel(level)
+
+
+def _exit_in_finalizer(unraisable: Any) -> None:
+    if isinstance(unraisable.exc_value, SystemExit):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def quiet_exit_in_finalizers(level: str) -> None:
+    """Ray 2.60 ends an idle actor process (a trial's, once the run is over) with SIGTERM, and its handler
+    raises SystemExit. When the signal lands while Python runs a finalizer (a weakref callback), Python
+    cannot raise it there and prints "Exception ignored in ... SystemExit: 1" with a traceback, which
+    Ray forwards to the console at the end of a run. The process is on its way out either way. Set in
+    each trial's and Train worker's process below -v. Can go when Ray's handler exits without raising
+    inside finalizers."""
+    if level.upper() != "INFO":
+        sys.unraisablehook = _exit_in_finalizer
 
 
 ANALYSIS_LOGGER = "ray.tune.analysis.experiment_analysis"

@@ -39,3 +39,33 @@ def first_variant(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
 
     _, variant = next(generate_variants({"config": param_space}, random_state=np.random.RandomState(seed)))
     return variant["config"]
+
+
+WorkerLineHandler = Callable[[dict[str, Any]], None]
+
+
+def worker_line_handlers() -> list[tuple[str, WorkerLineHandler]]:
+    """The driver's handlers of the lines Ray's worker processes print (log_to_driver): (name, handler)
+    pairs that Ray 2.60 calls in turn; its own printer is named "ray_print_logs". None with Ray Client,
+    whose lines come through its own log stream."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher
+
+    return list(global_worker_stdstream_dispatcher.handlers)
+
+
+def set_worker_line_handlers(handlers: list[tuple[str, WorkerLineHandler]]) -> None:
+    """Ray's dispatcher reads its list afresh on every emit, and replaces it (never edits it) itself."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher
+
+    with global_worker_stdstream_dispatcher._lock:
+        global_worker_stdstream_dispatcher.handlers = handlers
+
+
+def client_log_stream() -> Any | None:
+    """Ray Client's log stream, whose `stdstream(level, msg)` prints the cluster processes' lines on the
+    client (Ray 2.60), or None when this process is no Ray Client."""
+    from ray.util.client import ray as client
+
+    if not client.is_connected():
+        return None
+    return getattr(client.get_context().client_worker, "log_client", None)

@@ -19,7 +19,7 @@ from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.results import report
 from tuner.results.columns import best_column
-from tuner.results.status import TrialStatus
+from tuner.results.status import UNFINISHED
 from tuner.settings.budgets import format_duration
 from tuner.settings.run import DEFAULT_STORAGE_PATH
 from tuner.storage import filesystem
@@ -34,7 +34,7 @@ STATE_GLOB = "experiment_state-"  # Ray Tune's file, rewritten while the run las
 class Summary:
     path: str
     meta: ExperimentMeta
-    status: str  # running | finished | interrupted | failed
+    status: str  # running | finished | stopped | interrupted | failed
     trials: pd.DataFrame  # the report's rows: status and best metric of each trial
     started: float  # epoch seconds
     ran_s: float
@@ -42,12 +42,11 @@ class Summary:
     def row(self) -> dict[str, Any]:
         metric = self.meta.objective.metric
         scored = report.scored(self.trials, metric)
-        counts = self.trials["status"].value_counts() if len(self.trials) else pd.Series(dtype=int)
         return {
             "experiment": self.path.rstrip("/").rsplit("/", 1)[-1],
             "space": self.meta.space,
             "status": self.status,
-            "trials": ", ".join(f"{count} {status}" for status, count in counts.items()) or "none yet",
+            "trials": report.describe(report.tally(self.trials, self.meta)) or "none yet",
             "best": f"{metric}={scored.iloc[0][best_column(metric)]:.4g}" if len(scored) else "",
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started)),
             "ran": format_duration(self.ran_s),
@@ -110,8 +109,9 @@ def summarize(path: str) -> Summary:
     if running:
         status, ran = "running", now - started
     else:
-        statuses = set(trials["status"]) if len(trials) else set()
-        if not len(trials) or statuses & {TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED}:
+        if meta.stopped_by:
+            status = "stopped"  # by --stop or the time budget, with trials still to run
+        elif not len(trials) or set(report.tally(trials, meta)) & set(UNFINISHED):
             status = "interrupted"
         elif not len(report.scored(trials, meta.objective.metric)):
             status = "failed"  # every trial errored or diverged

@@ -140,18 +140,46 @@ def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
     return dropped
 
 
-def _status(trial: Any, history: pd.DataFrame, epochs_run: int, epochs: int) -> TrialStatus:
+def _status(trial: Any, history: pd.DataFrame, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
     if len(history) and history["diverged"].iloc[-1] in (True, 1):
         return TrialStatus.DIVERGED
-    if trial.status == "TERMINATED" and epochs_run < epochs:
+    if not len(history):
+        # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
+        return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
+    if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
-    return FROM_RAY.get(trial.status) or (TrialStatus.INCOMPLETE if len(history) else TrialStatus.NOT_STARTED)
+    # Any other state was saved while the trial ran: Ray saves its state on Ctrl-C before it ends the
+    # trials (--stop and the time budget end them first, TERMINATED).
+    return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
+
+
+def total_trials(trials: pd.DataFrame, meta: ExperimentMeta) -> int:
+    """The experiment's trials in all, started or not: Ray records a trial only once it is created."""
+    return max(meta.total_trials or 0, len(trials))
+
+
+def tally(trials: pd.DataFrame, meta: ExperimentMeta) -> dict[TrialStatus, int]:
+    """How many trials have each status, the trials Ray has not created yet counted as not started:
+    what the summary, `tuner list` and `tuner report` say, and what the live view's last line says."""
+    counts = (
+        {TrialStatus(status): int(count) for status, count in trials["status"].value_counts().items()}
+        if len(trials)
+        else {}
+    )
+    if missing := total_trials(trials, meta) - len(trials):
+        counts[TrialStatus.NOT_STARTED] = counts.get(TrialStatus.NOT_STARTED, 0) + missing
+    return {status: counts[status] for status in TrialStatus if counts.get(status)}
+
+
+def describe(counts: dict[TrialStatus, int]) -> str:
+    """`7 finished, 2 not started`."""
+    return ", ".join(f"{count} {status}" for status, count in counts.items())
 
 
 def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
     metric, mode = meta.objective.metric, meta.objective.mode
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
-    status = _status(trial, history, epochs_run, meta.budget.epochs)
+    status = _status(trial, history, epochs_run, meta)
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
     config = flatten(trial.config)
     row.update({key: _cell(config.get(key)) for key in meta.params})

@@ -22,6 +22,8 @@ class TrialStatus(str, Enum):
         return self.value
 
 
+# A run that ended with trials of these statuses can go on (`tuner resume`).
+UNFINISHED = (TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED)
 # The statuses whose scores count towards the best trial.
 SCORED = (TrialStatus.FINISHED, TrialStatus.STOPPED_EARLY, TrialStatus.PAUSED)
 # Ray's end states, as reported.

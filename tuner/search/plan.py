@@ -31,6 +31,12 @@ class SearchPlan:
         (known once Ray says how many fit)."""
         return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
 
+    @property
+    def total_trials(self) -> int:
+        """Trials in all, as Tune counts them: num_samples of each grid point (the grid axes of the space
+        the Tuner gets; a model-based searcher has none there)."""
+        return self.num_samples * searchers.grid_points(self.param_space)
+
 
 def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []

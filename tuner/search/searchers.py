@@ -48,6 +48,17 @@ def grid_axes(param_space: dict[str, Any]) -> list[str]:
     return sorted(key for key, value in param_space.items() if is_grid(value))
 
 
+def grid_points(param_space: dict[str, Any]) -> int:
+    """The points of the grid the axes span, nested groups' axes included (1 without axes)."""
+    points = 1
+    for value in param_space.values():
+        if is_grid(value):
+            points *= len(value["grid_search"])
+        elif isinstance(value, dict):
+            points *= grid_points(value)
+    return points
+
+
 def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
     """The same values, sampled instead of enumerated."""
     axes = grid_axes(param_space)

@@ -29,6 +29,15 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def stop_reached(stop: str, trial_id: str) -> str:
+    """What ended a run, in the words the live view, the summary and tuner.json share."""
+    return f"{stop} reached by trial {trial_id}"
+
+
+def time_budget_reached(time_budget: str) -> str:
+    return f"time budget {time_budget} reached"
+
+
 def format_duration(seconds: float) -> str:
     """`m:ss`, or `h:mm:ss` from an hour on: how the live view and `tuner list` show elapsed times."""
     seconds = int(round(seconds))

@@ -40,6 +40,10 @@ class ExperimentMeta:
     started_at: float | None = None  # time.time() when `tuner run` started it
     ended_at: float | None = None  # ... when the last run or resume of it ended; None while one runs
     unread_params_warning: str | None = None  # param_space keys no trial read
+    total_trials: int | None = None  # the experiment's trials in all, started or not (None: before tuner recorded it)
+    # What ended the latest run before every trial had ended, when it was --stop or the time budget, in
+    # words ("val_acc>=0.5 reached by trial 1a2b3_00004"); None otherwise (every trial ended, or Ctrl-C)
+    stopped_by: str | None = None
     unknown: dict[str, Any] = field(default_factory=dict, compare=False)  # fields of a newer tuner
 
 

@@ -1,0 +1,51 @@
+"""The live view names trials' statuses as the reports do, so its last line, the summary, `tuner list`
+and `tuner report` count the same things; it cannot import tuner.results (tests/test_layers.py). And a
+trial process that Ray ends while it runs a finalizer leaves no traceback on the console below -v."""
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+from tuner.execution import console
+from tuner.results.status import SCORED, TrialStatus
+
+
+def test_the_live_view_uses_the_reports_words():
+    words = (console.FINISHED, console.STOPPED_EARLY, console.PAUSED, console.DIVERGED)
+    assert {TrialStatus(word) for word in (*words, console.INCOMPLETE, console.NOT_STARTED)}
+    assert {TrialStatus(word) for word in console.COUNTED} == set(SCORED)
+
+
+FINALIZER = """
+import weakref
+from tuner.ray_compat import logs
+
+class Thing:
+    pass
+
+def exits(_):  # what Ray's SIGTERM handler does when the signal lands in a finalizer
+    raise SystemExit(1)
+
+def fails(_):
+    raise ValueError("a real error in a finalizer")
+
+logs.quiet_exit_in_finalizers({level!r})
+for callback in (exits, fails):
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+"""
+
+
+def test_a_trial_process_ending_inside_a_finalizer_prints_no_traceback_below_verbose():
+    for level, shown in (("WARNING", False), ("INFO", True)):
+        result = subprocess.run(
+            [sys.executable, "-c", FINALIZER.format(level=level)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+        )
+        assert ("SystemExit: 1" in result.stderr) is shown, result.stderr
+        assert "ValueError: a real error in a finalizer" in result.stderr  # other errors still show
