@@ -115,8 +115,8 @@ def test_analysis_load_gives_the_same_frames(grid_run):
 def _execute_notebook(name: str, monkeypatch, **env: str) -> list:
     for key, value in {**env, "PYTHONPATH": str(REPO)}.items():
         monkeypatch.setenv(key, value)
-    notebook = nbformat.read(REPO / "notebooks" / name, as_version=4)
-    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    notebook = nbformat.read(REPO / "tuner" / "notebooks" / name, as_version=4)
+    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "tuner" / "notebooks")}}).execute()
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
     return outputs

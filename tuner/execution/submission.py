@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tuner.command import script_command
 from tuner.errors import INTERRUPTED, TunerError
-from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.execution.cluster_token import cli_prefix, refusal_hint, send_token_if_available
 from tuner.ray_compat import errors, logs
 from tuner.spec.space import ExperimentSpec
 
@@ -143,23 +144,37 @@ def _submit_job(client, job: Job) -> str:
         time.sleep(wait_s)
 
 
+def _ray_command() -> str:
+    """`ray` as the user types it to reach the cluster the way submit did: this installation's `ray`
+    (by its absolute path where another or none is on PATH), with the token mode submit turned on."""
+    ray = script_command("ray") or f"{shlex.quote(sys.executable)} -m ray.scripts.scripts"
+    return f"{cli_prefix()}{ray}"
+
+
 def submit(job: Job, follow: bool) -> int:
+    ray = _ray_command()  # before _client, which turns token mode on in this process's environment
     client = _client(job.address)
     submission_id = _submit_job(client, job)
     address = job.address.rstrip("/")
     log.info("job:        %s", submission_id)
     log.info("dashboard:  %s/#/jobs/%s", address, submission_id)
     log.info("experiment: %s/%s (on the cluster)", job.storage_path.rstrip("/"), job.name)
-    log.info("logs:       ray job logs --address %s --follow %s", address, submission_id)
+    log.info("logs:       %s job logs --address %s --follow %s", ray, address, submission_id)
     if not follow:
         return 0
     try:
         asyncio.run(_stream_logs(client, submission_id))
     except KeyboardInterrupt:
         log.info(
-            "\nstopped following; the job goes on (stop it with: ray job stop --address %s %s)", address, submission_id
+            "\nstopped following; the job goes on (stop it with: %s job stop --address %s %s)",
+            ray,
+            address,
+            submission_id,
         )
         return INTERRUPTED
     info = client.get_job_info(submission_id)
-    log.info("job %s: %s%s", submission_id, info.status, f" ({info.message})" if info.message else "")
+    # A failed job's message repeats the tail of the logs just streamed (a traceback twice); its first
+    # clause says what happened.
+    message = (info.message or "").strip().splitlines()[0].split(", last available logs")[0] if info.message else ""
+    log.info("job %s: %s%s", submission_id, info.status, f" ({message})" if message else "")
     return 0 if info.status == SUCCEEDED else FAILED
