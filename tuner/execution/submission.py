@@ -1,7 +1,10 @@
 """`tuner submit`: an experiment as a Ray Job, through Ray's Job Submission API.
 
-The job runs `python -m tuner run` on the cluster, in a copy of the current directory (Ray's
-`working_dir`), so space modules under it and, from a tuner checkout, tuner itself travel with it.
+The job runs `tuner run` on the cluster, in a copy of the current directory (Ray's `working_dir`), so
+space modules under it and, from a tuner checkout, tuner itself travel with it. It runs on the Python
+that runs Ray there, not on the `python` of the cluster's PATH: a cluster started with the `ray` of
+tuner's virtualenv without activating it has the system Python first on PATH (`No module named 'ray'`).
+Where that Python cannot run tuner, the job fails with one line that says so.
 """
 
 import asyncio
@@ -45,9 +48,6 @@ class Job:
         # Ray runs the entrypoint through a shell: every argument is quoted, so nothing the user
         # typed is ever interpreted by it.
         argv = [
-            "python",
-            "-m",
-            "tuner",
             "run",
             self.space_ref,
             "--name",
@@ -56,7 +56,24 @@ class Job:
             self.storage_path,
             *self.run_arguments,
         ]
-        return shlex.join(argv)
+        return f'{FIND_RAY_PYTHON} exec "$py" -c {shlex.quote(JOB_MAIN)} {shlex.join(argv)}'
+
+
+# Ray's job supervisor, a Ray worker on the cluster, starts the entrypoint's shell: the shell's parent
+# runs the Python that runs Ray there, named by the path Ray started it with (/proc/PID/exe would give
+# the interpreter a virtualenv links to, without the virtualenv's packages). Without /proc (not Linux),
+# the `python` on the cluster's PATH.
+FIND_RAY_PYTHON = "py=$(tr '\\0' '\\n' < /proc/$PPID/cmdline 2>/dev/null | head -n 1); [ -x \"$py\" ] || py=python;"
+# `tuner run` on that Python, or one line where it cannot import what a run needs.
+JOB_MAIN = """import sys
+sys.argv[0] = "tuner"
+try:
+    import torch, tuner.driver
+except ImportError as err:
+    sys.exit(f"tuner: error: {sys.executable}, the Python that runs Ray on the cluster, cannot run tuner ({err}): "
+             "install tuner into it, or start the cluster with the ray command that tuner installed")
+from tuner.cli import main
+sys.exit(main())"""
 
 
 def space_argument(ref: str, space: ExperimentSpec, working_dir: str) -> str:
