@@ -36,6 +36,11 @@ def tuner_command() -> str:
     return script_command("tuner") or f"{shlex.quote(str(Path(sys.executable).absolute()))} -m tuner"
 
 
+def ray_command() -> str:
+    """Ray's CLI of this installation (Ray is a dependency, so its script sits beside tuner's)."""
+    return script_command("ray") or f"{shlex.quote(str(Path(sys.executable).absolute()))} -m ray.scripts.scripts"
+
+
 def _installed_from() -> tuple[str, bool] | None:
     """The folder this tuner comes from and whether it runs from there (a checkout, installed editably
     or on PYTHONPATH), or the folder pip installed it from (pip's direct_url.json); None if neither."""

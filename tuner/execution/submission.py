@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tuner.command import script_command
+from tuner.command import ray_command
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.execution.cluster_token import cli_prefix, refusal_hint, send_token_if_available
 from tuner.ray_compat import errors, logs
@@ -164,8 +164,7 @@ def _submit_job(client, job: Job) -> str:
 def _ray_command() -> str:
     """`ray` as the user types it to reach the cluster the way submit did: this installation's `ray`
     (by its absolute path where another or none is on PATH), with the token mode submit turned on."""
-    ray = script_command("ray") or f"{shlex.quote(sys.executable)} -m ray.scripts.scripts"
-    return f"{cli_prefix()}{ray}"
+    return f"{cli_prefix()}{ray_command()}"
 
 
 def submit(job: Job, follow: bool) -> int:
