@@ -59,19 +59,26 @@ class Job:
         return f'{FIND_RAY_PYTHON} exec "$py" -c {shlex.quote(JOB_MAIN)} {shlex.join(argv)}'
 
 
-# Ray's job supervisor, a Ray worker on the cluster, starts the entrypoint's shell: the shell's parent
-# runs the Python that runs Ray there, named by the path Ray started it with (/proc/PID/exe would give
-# the interpreter a virtualenv links to, without the virtualenv's packages). Without /proc (not Linux),
-# the `python` on the cluster's PATH.
-FIND_RAY_PYTHON = "py=$(tr '\\0' '\\n' < /proc/$PPID/cmdline 2>/dev/null | head -n 1); [ -x \"$py\" ] || py=python;"
+# Ray's job supervisor, a Ray worker on the cluster, starts the entrypoint's shell ($PPID), and Ray
+# renames its processes (its command line reads `ray::JobSupervisor`), so the Python that runs Ray there is
+# found by the Ray it has loaded: <prefix>/lib/pythonX.Y/site-packages/ray/_raylet.so in /proc/PID/maps
+# gives <prefix>/bin/python3, the virtualenv's own interpreter where Ray runs from one
+# (/proc/PID/exe is the interpreter a virtualenv links to, without the virtualenv's packages: the next
+# guess). Without /proc (not Linux), the `python` on the cluster's PATH.
+FIND_RAY_PYTHON = (
+    "raylet=$(grep -m 1 -o '/.*/ray/_raylet\\.so' /proc/$PPID/maps 2>/dev/null); "
+    'py="${raylet%/*/*/*/*/*}/bin/python3"; '
+    '[ -n "$raylet" ] && [ -x "$py" ] || py=$(readlink /proc/$PPID/exe 2>/dev/null); '
+    '[ -x "$py" ] || py=python;'
+)
 # `tuner run` on that Python, or one line where it cannot import what a run needs.
 JOB_MAIN = """import sys
 sys.argv[0] = "tuner"
 try:
     import torch, tuner.driver
 except ImportError as err:
-    sys.exit(f"tuner: error: {sys.executable}, the Python that runs Ray on the cluster, cannot run tuner ({err}): "
-             "install tuner into it, or start the cluster with the ray command that tuner installed")
+    sys.exit(f"tuner: error: the Python of the job on the cluster, {sys.executable}, cannot run tuner ({err}): "
+             "install tuner into the Python that runs Ray there, or start the cluster with the ray tuner installed")
 from tuner.cli import main
 sys.exit(main())"""
 
