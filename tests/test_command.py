@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
+from tuner import cli
 from tuner.command import tuner_command
+from tuner.execution import cluster_token
 
 INSTALLED = Path(sys.executable).parent / "tuner"
 
@@ -42,3 +45,66 @@ def test_the_printed_command_runs_from_another_folder_in_a_bare_shell(monkeypatc
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"no experiments under {tmp_path}")
+
+
+@pytest.fixture
+def uncached():
+    """tuner_command() remembers its answer; one computed for a test's installation must not outlive it."""
+    tuner_command.cache_clear()
+    yield
+    tuner_command.cache_clear()
+
+
+def _installation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scripts: tuple[str, ...]) -> Path:
+    """An installation's bin folder with `scripts` in it (this interpreter as its python), and PATH
+    without it: a shell where the virtualenv is not active."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    for name in scripts:
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return bin_dir
+
+
+def test_the_next_steps_name_each_tool_or_the_extra_that_installs_it(monkeypatch, tmp_path, capsys, uncached):
+    bin_dir = _installation(monkeypatch, tmp_path, ("pip", "tensorboard"))
+    cli._next_steps("/results/my run", {"lr": 0.01})
+    lines = dict(line.split(":", 1) for line in capsys.readouterr().out.strip().splitlines()[1:])
+    notebook = cli.NOTEBOOKS / "quick_look.ipynb"
+    assert notebook.is_file()  # package data: where the package is, not where the user is
+    # This checkout runs from its folder, so the extra goes into it editably, with this installation's pip.
+    assert lines["notebook"].strip() == (
+        f"{bin_dir}/pip install -e '{REPO}[notebook]', then "
+        f"TUNER_EXPERIMENT='/results/my run' {bin_dir}/jupyter-lab {notebook}"
+    )
+    assert lines["tensorboard"].strip() == f"{bin_dir}/tensorboard --logdir '/results/my run'"
+
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin")  # the virtualenv active
+    (bin_dir / "jupyter-lab").write_text("#!/bin/sh\n")
+    (bin_dir / "jupyter-lab").chmod(0o755)
+    cli._next_steps("/results/run", {"lr": 0.01})
+    out = capsys.readouterr().out
+    assert f"notebook:     TUNER_EXPERIMENT=/results/run jupyter lab {notebook}\n" in out
+    assert "tensorboard:  tensorboard --logdir /results/run\n" in out
+
+
+def test_every_extra_a_hint_names_exists():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"notebook", "tensorboard", "mlflow"} <= set(extras)
+    assert any(requirement.startswith("mlflow>") for requirement in extras["mlflow"])  # not -skinny: no UI
+
+
+def test_a_printed_ray_command_sends_the_token_that_tuner_found(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    assert cluster_token.cli_prefix() == ""  # no token: nothing to send
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("secret")
+    assert cluster_token.cli_prefix() == "RAY_AUTH_MODE=token "  # Ray's CLI would not send it by itself
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert cluster_token.cli_prefix() == ""  # the user's shell already says so

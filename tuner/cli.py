@@ -8,9 +8,10 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner.command import tuner_command
+from tuner.command import install_command, script_command, tuner_command
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column
@@ -30,6 +31,7 @@ DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
 TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
+NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"  # package data: installed with tuner
 VERBOSE_HELP = "Ray's own full output: a table per trial, every log line"
 QUIET_HELP = "print only the final summary"
 # Run settings that `submit` forwards to `tuner run` on the cluster; its storage path and the cluster
@@ -328,7 +330,23 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
         flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
         print(f"  as flags:   {flags}")
     print(f"html report:  {tuner_command()} report {path} --html")
-    print(f"notebook:     TUNER_EXPERIMENT={path} jupyter lab notebooks/quick_look.ipynb")
+    experiment, notebook = shlex.quote(path), shlex.quote(str(NOTEBOOKS / "quick_look.ipynb"))
+    jupyter = _with_extra("notebook", "jupyter-lab", lambda lab: f"TUNER_EXPERIMENT={experiment} {lab} {notebook}")
+    print(f"notebook:     {jupyter}")
+    print(f"tensorboard:  {_with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}")
+
+
+def _with_extra(extra: str, script: str, command: Callable[[str], str]) -> str:
+    """The command that runs `script`, which an optional extra provides, preceded by the extra's install
+    command where it is not installed yet (the script then named by the path it will have)."""
+    name = script_command(script)
+    if name == "jupyter-lab":
+        name = "jupyter lab"  # as JupyterLab is typed; `jupyter` finds jupyter-lab on the same PATH
+    if name is not None:
+        return command(name)
+    return (
+        f"{install_command(extra)}, then {command(shlex.quote(str(Path(sys.executable).parent.absolute() / script)))}"
+    )
 
 
 def _report(args: argparse.Namespace) -> int:

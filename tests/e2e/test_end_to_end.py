@@ -4,7 +4,9 @@ import itertools
 import json
 import os
 import re
+import shlex
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -112,11 +114,12 @@ def test_analysis_load_gives_the_same_frames(grid_run):
     assert exp.curves().shape == (2, 4)
 
 
-def _execute_notebook(name: str, monkeypatch, **env: str) -> list:
+def _execute_notebook(path: Path, monkeypatch, **env: str) -> list:
     for key, value in {**env, "PYTHONPATH": str(REPO)}.items():
         monkeypatch.setenv(key, value)
-    notebook = nbformat.read(REPO / "notebooks" / name, as_version=4)
-    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    notebook = nbformat.read(path, as_version=4)
+    # JupyterLab runs a notebook's kernel in the notebook's folder.
+    NotebookClient(notebook, timeout=180, resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
     return outputs
@@ -127,8 +130,15 @@ def _text(outputs: list) -> str:
 
 
 def test_quick_look_notebook_executes_on_the_experiment(grid_run, monkeypatch):
-    _, experiment = grid_run
-    outputs = _execute_notebook("quick_look.ipynb", monkeypatch, TUNER_EXPERIMENT=str(experiment))
+    """The notebook as the `notebook:` line of the run's summary names it: the experiment, and the
+    notebook by the path it has where tuner is installed, whatever folder the user is in."""
+    result, experiment = grid_run
+    line = next(line for line in result.stdout.splitlines() if line.startswith("notebook:"))
+    words = shlex.split(line.removeprefix("notebook:").split(", then ")[-1])
+    variable, _, printed = words[0].partition("=")
+    assert variable == "TUNER_EXPERIMENT" and Path(printed).resolve() == experiment.resolve()
+    assert Path(words[-1]).is_absolute()
+    outputs = _execute_notebook(Path(words[-1]), monkeypatch, TUNER_EXPERIMENT=printed)
     # learning curves, score per hyperparameter, parallel coordinates, importance, early stopping
     assert sum("image/png" in out.get("data", {}) for out in outputs) == 5
     assert "4 trials" in _text(outputs)
@@ -159,7 +169,9 @@ def asha_run(workdir):
 
 def test_compare_notebook_puts_two_experiments_side_by_side(grid_run, asha_run, monkeypatch):
     _, grid = grid_run
-    outputs = _execute_notebook("compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}")
+    outputs = _execute_notebook(
+        REPO / "tuner" / "notebooks" / "compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}"
+    )
     text = _text(outputs)
     assert "comparing grid (grid, fifo) vs asha (random, asha)" in text
     assert "trial-epochs spent" in text

@@ -62,6 +62,12 @@ def workdir(tmp_path_factory):
     return path
 
 
+def _without_this_installation(path: str) -> str:
+    """PATH as a shell has it where tuner's virtualenv is not active."""
+    here = Path(sys.executable).parent.resolve()
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if entry and Path(entry).resolve() != here)
+
+
 @pytest.fixture(scope="module")
 def ray_head():
     """A head node of its own: own ports, own temp dir (Ray's socket paths must stay short), own token."""
@@ -72,8 +78,9 @@ def ray_head():
         **os.environ,
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
-        # The job's entrypoint runs `python`: this interpreter, with tuner installed.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        # Started as a user does with the `ray` of tuner's virtualenv, not activated: the `python` on the
+        # cluster's PATH is not the one that has Ray and tuner, and a submitted job must not need it.
+        "PATH": _without_this_installation(os.environ["PATH"]),
     }
     head = subprocess.Popen(
         [
@@ -261,6 +268,15 @@ def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_h
         timeout=300,
     )
     assert submitted.returncode == 0, submitted.stderr[-3000:]
+    # The printed `ray job logs` works in the same shell: Ray's CLI sends the token from ~/.ray/auth_token
+    # only when told RAY_AUTH_MODE=token, and this installation's `ray` is not on that shell's PATH.
+    logs = next(line for line in submitted.stdout.splitlines() if line.startswith("logs:"))
+    shell = {**_clean_env(home), "PATH": _without_this_installation(os.environ["PATH"])}
+    followed = subprocess.run(
+        logs.removeprefix("logs:"), shell=True, cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=300
+    )
+    assert followed.returncode == 0, logs + followed.stderr[-3000:]
+    assert "best trial:" in followed.stdout  # the job's own summary: its logs, to the end
 
     (home / ".ray" / "auth_token").unlink()
     refused = subprocess.run(
@@ -320,6 +336,35 @@ def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
         env=_token_env(ray_head),
     )
     assert again.returncode == 2 and "a job named tuner-submitted already exists" in again.stderr
+
+
+def test_a_cluster_python_that_cannot_run_tuner_is_one_line(ray_head, tmp_path):
+    """Where the Python that runs Ray on the cluster lacks what tuner needs, the job says so in one line,
+    not a traceback (twice: streamed, then in the job's status message). A torch.py in the job's working
+    directory that fails to import stands in for a cluster Python without torch (the submitting side
+    imports no torch)."""
+    (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY))
+    (tmp_path / "torch.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    result = run_tuner(
+        "submit",
+        "tiny.py",
+        "--address",
+        ray_head["dashboard"],
+        "--name",
+        "lacking",
+        "--follow",
+        cwd=tmp_path,
+        env=_token_env(ray_head),
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output[-3000:]
+    # The Python that runs Ray on the cluster, by its virtualenv's path (not the interpreter it links to).
+    ray_python = Path(sys.executable).parent.resolve() / "python3"
+    failure = f"the Python of the job on the cluster, {ray_python}, cannot run tuner (No module named 'torch')"
+    assert output.count(failure) == 1, output[-3000:]
+    assert "job tuner-lacking: FAILED (Job entrypoint command failed with exit code 1)" in result.stdout
 
 
 def _lan_address() -> str | None:

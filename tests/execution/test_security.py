@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, TINY_GRID
 from tuner.errors import TunerError
-from tuner.execution.submission import Job
+from tuner.execution.submission import FIND_RAY_PYTHON, JOB_MAIN, Job
 from tuner.spec import space as spaces
 
 HOSTILE = [
@@ -36,13 +36,16 @@ def test_job_entrypoint_reaches_the_program_verbatim_through_a_real_shell(tmp_pa
         storage_path=HOSTILE[1],
         run_arguments=[item for value in HOSTILE[2:] for item in ("--set", value)],
     )
-    # The same shell line with the program replaced by one that prints its arguments.
-    program = shlex.join(["python", "-m", "tuner", "run"])
-    assert job.entrypoint.startswith(program + " ")
-    echo = "printf '%s\\0' " + job.entrypoint[len(program) + 1 :]
-    printed = subprocess.run(["sh", "-c", echo], cwd=tmp_path, capture_output=True, check=True).stdout
+    # The same shell line with tuner's program replaced by one that prints its arguments, run by the
+    # Python the line finds.
+    program = f'{FIND_RAY_PYTHON} exec "$py" -c {shlex.quote(JOB_MAIN)} '
+    assert job.entrypoint.startswith(program)
+    show = 'import sys; sys.stdout.write("".join(arg + chr(0) for arg in sys.argv[1:]))'
+    line = f'{FIND_RAY_PYTHON} exec "$py" -c {shlex.quote(show)} ' + job.entrypoint[len(program) :]
+    printed = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, check=True).stdout
     args = printed.decode().split("\0")[:-1]
     assert args == [
+        "run",
         HOSTILE[0],
         "--name",
         "n",

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import ray
 from ray.exceptions import AuthenticationError
 
+from tuner.command import ray_command
 from tuner.errors import TunerError
 from tuner.execution.cluster_token import refusal_hint, send_token_if_available
 from tuner.ray_compat import env, errors, logs
@@ -54,7 +55,7 @@ def check_reachable(address: str, shown: str | None = None) -> None:
         reason = err.strerror or type(err).__name__
         raise TunerError(
             f"cannot reach a Ray cluster at {shown or address} ({reason}); check the address, "
-            "or start one with `ray start --head`"
+            f"or start one with `{ray_command()} start --head`"
         ) from None
 
 

@@ -28,6 +28,13 @@ def token_source() -> str | None:
     return None
 
 
+def cli_prefix() -> str:
+    """What a printed `ray` command needs in front to send the token this process finds: `RAY_AUTH_MODE=token `
+    where the user's environment leaves the mode unset, since Ray's CLI then sends none. Call it before
+    send_token_if_available, which sets the mode in this process's environment."""
+    return "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") is None and token_source() else ""
+
+
 def send_token_if_available() -> str | None:
     """Token mode on for this process when a token is available and RAY_AUTH_MODE is unset; returns
     where the token comes from."""

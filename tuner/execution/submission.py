@@ -1,7 +1,10 @@
 """`tuner submit`: an experiment as a Ray Job, through Ray's Job Submission API.
 
-The job runs `python -m tuner run` on the cluster, in a copy of the current directory (Ray's
-`working_dir`), so space modules under it and, from a tuner checkout, tuner itself travel with it.
+The job runs `tuner run` on the cluster, in a copy of the current directory (Ray's `working_dir`), so
+space modules under it and, from a tuner checkout, tuner itself travel with it. It runs on the Python
+that runs Ray there, not on the `python` of the cluster's PATH: a cluster started with the `ray` of
+tuner's virtualenv without activating it has the system Python first on PATH (`No module named 'ray'`).
+Where that Python cannot run tuner, the job fails with one line that says so.
 """
 
 import asyncio
@@ -13,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tuner.command import ray_command
 from tuner.errors import INTERRUPTED, TunerError
-from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.execution.cluster_token import cli_prefix, refusal_hint, send_token_if_available
 from tuner.ray_compat import errors, logs
 from tuner.spec.space import ExperimentSpec
 
@@ -44,9 +48,6 @@ class Job:
         # Ray runs the entrypoint through a shell: every argument is quoted, so nothing the user
         # typed is ever interpreted by it.
         argv = [
-            "python",
-            "-m",
-            "tuner",
             "run",
             self.space_ref,
             "--name",
@@ -55,7 +56,31 @@ class Job:
             self.storage_path,
             *self.run_arguments,
         ]
-        return shlex.join(argv)
+        return f'{FIND_RAY_PYTHON} exec "$py" -c {shlex.quote(JOB_MAIN)} {shlex.join(argv)}'
+
+
+# Ray's job supervisor, a Ray worker on the cluster, starts the entrypoint's shell ($PPID), and Ray
+# renames its processes (its command line reads `ray::JobSupervisor`), so the Python that runs Ray there is
+# found by the Ray it has loaded: <prefix>/lib/pythonX.Y/site-packages/ray/_raylet.so in /proc/PID/maps
+# gives <prefix>/bin/python3, the virtualenv's own interpreter where Ray runs from one
+# (/proc/PID/exe is the interpreter a virtualenv links to, without the virtualenv's packages: the next
+# guess). Without /proc (not Linux), the `python` on the cluster's PATH.
+FIND_RAY_PYTHON = (
+    "raylet=$(grep -m 1 -o '/.*/ray/_raylet\\.so' /proc/$PPID/maps 2>/dev/null); "
+    'py="${raylet%/*/*/*/*/*}/bin/python3"; '
+    '[ -n "$raylet" ] && [ -x "$py" ] || py=$(readlink /proc/$PPID/exe 2>/dev/null); '
+    '[ -x "$py" ] || py=python;'
+)
+# `tuner run` on that Python, or one line where it cannot import what a run needs.
+JOB_MAIN = """import sys
+sys.argv[0] = "tuner"
+try:
+    import torch, tuner.driver
+except ImportError as err:
+    sys.exit(f"tuner: error: the Python of the job on the cluster, {sys.executable}, cannot run tuner ({err}): "
+             "install tuner into the Python that runs Ray there, or start the cluster with the ray tuner installed")
+from tuner.cli import main
+sys.exit(main())"""
 
 
 def space_argument(ref: str, space: ExperimentSpec, working_dir: str) -> str:
@@ -143,23 +168,36 @@ def _submit_job(client, job: Job) -> str:
         time.sleep(wait_s)
 
 
+def _ray_command() -> str:
+    """`ray` as the user types it to reach the cluster the way submit did: this installation's `ray`
+    (by its absolute path where another or none is on PATH), with the token mode submit turned on."""
+    return f"{cli_prefix()}{ray_command()}"
+
+
 def submit(job: Job, follow: bool) -> int:
+    ray = _ray_command()  # before _client, which turns token mode on in this process's environment
     client = _client(job.address)
     submission_id = _submit_job(client, job)
     address = job.address.rstrip("/")
     log.info("job:        %s", submission_id)
     log.info("dashboard:  %s/#/jobs/%s", address, submission_id)
     log.info("experiment: %s/%s (on the cluster)", job.storage_path.rstrip("/"), job.name)
-    log.info("logs:       ray job logs --address %s --follow %s", address, submission_id)
+    log.info("logs:       %s job logs --address %s --follow %s", ray, address, submission_id)
     if not follow:
         return 0
     try:
         asyncio.run(_stream_logs(client, submission_id))
     except KeyboardInterrupt:
         log.info(
-            "\nstopped following; the job goes on (stop it with: ray job stop --address %s %s)", address, submission_id
+            "\nstopped following; the job goes on (stop it with: %s job stop --address %s %s)",
+            ray,
+            address,
+            submission_id,
         )
         return INTERRUPTED
     info = client.get_job_info(submission_id)
-    log.info("job %s: %s%s", submission_id, info.status, f" ({info.message})" if info.message else "")
+    # A failed job's message repeats the tail of the logs just streamed (a traceback twice); its first
+    # clause says what happened.
+    message = (info.message or "").strip().splitlines()[0].split(", last available logs")[0] if info.message else ""
+    log.info("job %s: %s%s", submission_id, info.status, f" ({message})" if message else "")
     return 0 if info.status == SUCCEEDED else FAILED

@@ -1,13 +1,19 @@
 """`--mlflow [URI]`: every trial logged to MLflow, one MLflow run per trial with its config as params and
 its metrics per epoch, through Ray Tune's own MLflowLoggerCallback. MLflow is an optional extra
-(`pip install 'tuner[mlflow]'`); asking for it without MLflow installed is one line, before Ray starts.
-TensorBoard needs nothing: Ray Tune writes its event files into every trial directory anyway.
+(`pip install 'tuner[mlflow]'`, full MLflow: mlflow-skinny logs but has no `mlflow ui`); asking for it
+without MLflow installed is one line, before Ray starts. TensorBoard needs nothing to log: Ray Tune writes
+its event files into every trial directory through tensorboardX; `tensorboard` itself is the extra
+`tuner[tensorboard]`.
 """
 
+import importlib.util
 import logging
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
+from tuner.command import install_command, script_command
 from tuner.errors import TunerError
 from tuner.settings.run import DEFAULT_MLFLOW_STORE
 
@@ -44,9 +50,17 @@ def check_installed() -> None:
     try:
         import mlflow  # noqa: F401
     except ImportError:
-        raise TunerError(
-            "--mlflow needs MLflow, which is an optional extra: pip install 'tuner[mlflow]' (or pip install mlflow)"
-        ) from None
+        raise TunerError(f"--mlflow needs MLflow, which is an optional extra: {install_command('mlflow')}") from None
+
+
+def ui_command(uri: str) -> str:
+    """The command that shows the store in MLflow's UI, preceded by the install command where this
+    installation has only mlflow-skinny (its `mlflow ui` fails: No module named 'flask')."""
+    mlflow = script_command("mlflow")
+    if mlflow is not None and importlib.util.find_spec("flask") is not None:
+        return f"{mlflow} ui --backend-store-uri {shlex.quote(uri)}"
+    installed = shlex.quote(str(Path(sys.executable).parent.absolute() / "mlflow"))
+    return f"{install_command('mlflow')}, then {installed} ui --backend-store-uri {shlex.quote(uri)}"
 
 
 def mlflow_callback(uri: str, experiment_name: str) -> Any:

@@ -106,9 +106,7 @@ def new_tuner(
     if options.mlflow:
         callbacks.append(tracking.mlflow_callback(options.mlflow, name))
         uri = tracking.tracking_uri(options.mlflow)
-        log.info(
-            "mlflow: every trial is a run of experiment %s in %s (mlflow ui --backend-store-uri %s)", name, uri, uri
-        )
+        log.info("mlflow: every trial is a run of experiment %s in %s (%s)", name, uri, tracking.ui_command(uri))
     if schedulers.retires_checkpoints(plan.tuning.scheduler):
         callbacks.append(RetireCheckpoints())
     stop = spec.budget.stop_condition
