@@ -188,7 +188,12 @@ def test_run_through_ray_client(ray_head, workdir):
     # Tune runs on the cluster here (Ray Client): its configuration box, its INFO lines and the
     # trials' stay there, and -q leaves the summary only.
     assert result.stdout.lstrip().startswith("experiment: "), result.stdout
-    assert not result.stderr.strip(), result.stderr
+    # Only tuner's own lines: at most its notice that a busy head failed to start a client server and
+    # that it connects again (a real, occasional Ray Client event, not a leak of Ray's output).
+    assert all(
+        "failed to start a Ray Client server for this run; connecting again" in line
+        for line in result.stderr.strip().splitlines()
+    ), result.stderr
     trials = pd.read_csv(workdir / "results" / "via_client" / "trials.csv")
     assert len(trials) == 2 and (trials["status"] == "finished").all() and (trials["epochs"] == 1).all()
 
