@@ -171,9 +171,9 @@ class LoopSetup:
 
 class TrialContext:
     """`rank`, `world_size`, `device`, `epochs`, `seed`, `trial_id`, `data` (the space's Splits, or None),
-    `parallel`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `evaluation_model`, `batches`,
-    `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce` and `report`. Every rank
-    calls `report` once per epoch; rank 0's checkpoint is saved."""
+    `parallel`, `precision`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `step`, `autocast`,
+    `evaluation_model`, `batches`, `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce`
+    and `report`. Every rank calls `report` once per epoch; rank 0's checkpoint is saved."""
 
     def __init__(
         self,
