@@ -124,3 +124,16 @@ def test_tuners_own_loop_trains_under_every_precision(monkeypatch):
             report=lambda metrics, checkpoint, reports=reports: reports.append(metrics),
         )
         assert len(reports) == 2 and reports[1]["train_loss"] < reports[0]["train_loss"], (name, reports)
+
+
+def test_each_report_says_what_the_trial_trained_in():
+    reports = []
+    ctx = TrialContext(
+        config=ReadTrackingConfig({}),
+        setup=LoopSetup(epochs=1, seed=0, device=CPU, parallel="ddp", precision="bf16"),
+        data=data(),
+        trial_id="t",
+        report=lambda metrics, checkpoint: reports.append(metrics),
+    )
+    ctx.report({"val": 1.0})
+    assert reports[0]["precision"] == "fp32"  # bf16 asked for, on the CPU

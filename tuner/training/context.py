@@ -358,6 +358,7 @@ class TrialContext:
         epoch = int(row.get("epoch", self.epoch))
         row.update({"epoch": epoch, "reported_at": time.time(), RESULT_KEY: self.config.reported(), **self._lineage})
         row.setdefault("world_size", self.world_size)
+        row.setdefault("precision", self.precision.name)  # what the trial trained in: fp32 on a CPU
         self._lineage = {}  # reported with the first epoch after a restore only
         with tempfile.TemporaryDirectory() as directory:
             saved = None
