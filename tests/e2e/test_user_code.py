@@ -156,7 +156,8 @@ def train_loop(config, ctx):
         with torch.no_grad():
             x, y = val
             accuracy = (net(x).argmax(1) == y).double().mean().item()
-        ctx.report({"val_acc": accuracy, "digest": digest(net), "optimizer_lr": lr_used, **loaded},
+        ctx.report({"val_acc": accuracy, "digest": digest(net), "optimizer_lr": lr_used,
+                    "threads": torch.get_num_threads(), **loaded},
                    checkpoint={"net": net.state_dict(), "optimizer": optimizer.state_dict()})
         loaded = {}
 
@@ -193,6 +194,8 @@ def test_pbt_on_a_users_loop_loads_the_donors_weights_and_the_mutated_lr_reaches
         # ...and the optimizer trains with this trial's (mutated) lr, not the donor's saved one.
         assert row["optimizer_lr"] == pytest.approx(row["lr"])
     assert (history["optimizer_lr"] - history["lr"]).abs().max() < 1e-12  # every epoch used its config's lr
+    assert (history["precision"] == "fp32").all()  # precision auto, on the CPU
+    assert (history["threads"] == 1).all()  # cpus_per_worker = 0.5: one torch thread in each trial's process
 
 
 RESUMABLE = (

@@ -30,6 +30,7 @@ OTHER_VALUES = {
     "stop": "val_acc>=0.9",
     "workers": "2",
     "parallel": "fsdp",
+    "precision": "bf16",
     "cpus_per_worker": "0.5",
     "gpus_per_worker": "0.25",
     "max_concurrent": "4",

@@ -12,7 +12,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from sklearn.metrics import f1_score
 from torch import nn
-from torch.utils.data import TensorDataset
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from tests.conftest import REPO, free_port
 from tuner.data.splits import Splits
@@ -167,3 +168,54 @@ def test_the_loop_and_everything_it_calls_import_without_ray():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def reference_batches(split, batch_size: int, seed: int, epoch: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """What a DataLoader over the split gives with the seeded sampler the context has always used."""
+    sampler = DistributedSampler(range(len(split[1])), num_replicas=1, rank=0, shuffle=True, seed=seed)
+    sampler.set_epoch(epoch)
+    return list(DataLoader(TensorDataset(*split), batch_size=batch_size, sampler=sampler))
+
+
+def test_tensor_batches_are_the_dataloaders_for_a_seed_in_order_and_content_every_epoch():
+    ctx = context(seed=7)
+    for epoch in (1, 2):
+        ours, theirs = list(ctx.batches(ctx.data.train, 5)), reference_batches(ctx.data.train, 5, 7, epoch)
+        assert len(ours) == len(theirs) == 5
+        for (x, y), (x_ref, y_ref) in zip(ours, theirs):
+            assert torch.equal(x, x_ref) and torch.equal(y, y_ref)
+        ctx.report({"val": 1.0})
+
+
+class Copies(TorchDispatchMode):
+    """Counts the tensor copies between devices that run under it, and records where batches live."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default):
+            self.count += 1
+        return func(*args, **kwargs)
+
+
+def test_a_tensor_split_is_moved_to_the_device_once_per_trial_not_once_per_batch():
+    # The "meta" device stands in for a GPU: tensors move there by a real copy, counted by the mode.
+    meta = torch.device("meta")
+    data = splits()
+    ctx = TrialContext(
+        config=ReadTrackingConfig({}),
+        setup=LoopSetup(epochs=3, seed=0, device=meta, parallel="ddp"),
+        data=data,
+        trial_id="t",
+        report=lambda metrics, checkpoint: None,
+    )
+    with Copies() as copies:
+        batches = [batch for _ in range(3) for batch in ctx.batches(data.train, 4)]
+        batches += list(ctx.batches(data.train, 4, shuffle=False))
+    assert len(batches) == 3 * 6 + 6 and all(x.device == meta and y.device == meta for x, y in batches)
+    assert copies.count == 2  # x and y, once; every batch after is cut on the device
+    ctx.close()
+    assert ctx._resident == {}

@@ -10,7 +10,7 @@ from torch import nn
 from tuner import data
 from tuner.models import resnet18
 from tuner.training.context import LoopSetup, load_checkpoint
-from tuner.training.trial import Parts, run_trial_loop
+from tuner.training.trial import Parts, cpu_threads, run_trial_loop
 
 CPU = torch.device("cpu")
 
@@ -205,3 +205,27 @@ def test_a_shape_mismatch_in_the_default_loss_names_both_shapes():
             trial_id="t",
             report=lambda m, c: None,
         )
+
+
+def test_a_trial_uses_the_cpu_threads_it_was_given():
+    assert [cpu_threads(cpus) for cpus in (0.25, 0.5, 1, 1.9, 2, 6.5)] == [1, 1, 1, 1, 2, 6]
+    seen = []
+
+    def loop(config, ctx):
+        seen.append(torch.get_num_threads())
+        ctx.report({"val": 1.0})
+
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            run_trial_loop(
+                Parts(train_loop=loop),
+                {},
+                LoopSetup(epochs=1, seed=0, device=CPU, parallel="ddp", cpu_threads=threads),
+                data=None,
+                trial_id="t",
+                report=lambda metrics, checkpoint: None,
+            )
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 2]

@@ -65,7 +65,9 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> None:
     # One process: ddp and fsdp run unwrapped, pipeline as one stage of all its layers; dp needs a GPU,
     # so without one the step runs it as the single-process strategy.
     parallel = "ddp" if resources.parallel == "dp" and device.type != "cuda" else resources.parallel
-    setup = LoopSetup(epochs=spec.budget.epochs, seed=seed, device=device, parallel=parallel)
+    setup = LoopSetup(
+        epochs=spec.budget.epochs, seed=seed, device=device, parallel=parallel, precision=resources.precision
+    )
     result = smoke_test(
         prepared.parts, private.first_variant(spec.param_space, seed), setup, data=prepared.data, space=spec.name
     )

@@ -23,7 +23,7 @@ from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
 from tuner.training.context import LoopSetup, load_checkpoint
-from tuner.training.trial import Parts, run_trial_loop
+from tuner.training.trial import Parts, cpu_threads, run_trial_loop
 
 # A DDP trial's own actor only waits on the Ray Train run; it asks for a little memory instead of
 # CPU so that its worker group can use every core (Tune refuses a request for nothing at all).
@@ -47,7 +47,14 @@ class TrialSetup:
     ray_logs: str
 
     def loop_setup(self, device: torch.device) -> LoopSetup:
-        return LoopSetup(epochs=self.epochs, seed=self.seed, device=device, parallel=self.resources.parallel)
+        return LoopSetup(
+            epochs=self.epochs,
+            seed=self.seed,
+            device=device,
+            parallel=self.resources.parallel,
+            precision=self.resources.precision,
+            cpu_threads=cpu_threads(self.resources.cpus_per_worker),
+        )
 
 
 def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
@@ -61,18 +68,12 @@ def _data(setup: TrialSetup) -> Splits | None:
     return ray.get(setup.data) if setup.data is not None else None
 
 
-def _use_cpus(setup: TrialSetup) -> None:
-    # Concurrent trials don't oversubscribe the cores.
-    torch.set_num_threads(max(1, int(setup.resources.cpus_per_worker)))
-
-
 def device_for(resources: Resources) -> torch.device:
     """Where a one-process trial (and the smoke step) trains: its GPU when it asked for one and one is there."""
     return torch.device("cuda" if resources.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
 
 
 def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
-    _use_cpus(setup)
     logs.quiet_exit_in_finalizers(setup.ray_logs)
     device = device_for(setup.resources)
 
@@ -93,7 +94,6 @@ def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
 def train_worker(loop_config: dict[str, Any]) -> None:
     """Runs on each Ray Train worker; Ray Train has set up torch.distributed (gloo, or NCCL on GPUs)."""
     setup: TrialSetup = loop_config["setup"]
-    _use_cpus(setup)
     logs.train_report_lines(setup.ray_logs)
     logs.quiet_exit_in_finalizers(setup.ray_logs)
     device = ray.train.torch.get_device()

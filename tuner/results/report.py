@@ -44,6 +44,7 @@ def scored(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
 RUN_COLUMNS = [
     "diverged",
     "world_size",
+    "precision",
     "samples_per_s",
     "time_total_s",
     "reported_at",

@@ -18,6 +18,7 @@ MODES = ("min", "max")
 SEARCHES = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 STRATEGIES = ("ddp", "dp", "fsdp", "pipeline")  # how a trial spreads over its workers or GPUs
+PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")  # the arithmetic a GPU trial trains in
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,13 @@ class Resources:
     workers: int = setting(1, Whole(1), "Ray Train workers per trial (1 trains in the trial's own process)")
     parallel: str = setting(
         "ddp", OneOf(STRATEGIES), "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline"
+    )
+    precision: str = setting(
+        "auto",
+        OneOf(PRECISIONS),
+        "a GPU trial's arithmetic: auto (TF32 matmuls and convolutions where the GPU has them, measured "
+        "faster than bf16 on small models) | fp32 | tf32 | bf16 (autocast) | fp16 (autocast, loss scaling); "
+        "a trial on the CPU trains in fp32 whatever this says",
     )
     cpus_per_worker: float = setting(1.0, Number(0, inclusive=False), "CPUs of each worker")
     gpus_per_worker: float = setting(0.0, Number(0), "GPUs of each worker (a fraction shares a GPU between trials)")

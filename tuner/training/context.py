@@ -19,7 +19,7 @@ import numbers
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,12 +35,16 @@ from torch.utils.data import (
     default_collate,
 )
 
-from tuner.data.splits import Split, Splits, is_tensor_pair, split_size
+from tuner.data.splits import Split, Splits, TensorPair, is_tensor_pair, split_size
+from tuner.training import precision
 from tuner.training.batches import SlicedBatches
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig
 from tuner.training.parallel import strategy
 
 CHECKPOINT_FILE = "checkpoint.pt"
+# A tensor split is moved to the GPU whole when it takes at most this share of the memory the process
+# may still allocate there; the rest is for the model, its activations and the optimizer.
+DEVICE_DATA_SHARE = 0.25
 # What a report function receives: the epoch's metrics, and on rank 0 a directory holding the
 # checkpoint (None when there is none); it must copy what it keeps, the directory goes afterwards.
 ReportFn = Callable[[dict[str, Any], str | None], None]
@@ -52,11 +56,6 @@ def load_checkpoint(directory: str, device: torch.device) -> dict[str, Any]:
     return torch.load(Path(directory) / CHECKPOINT_FILE, map_location=device, weights_only=False)
 
 
-def autocast(device: torch.device):
-    """bf16 autocast on GPU (no loss scaling needed); full precision on CPU."""
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
-
-
 def to_device(batch: Any, device: torch.device) -> Any:
     """Tensors moved to `device` (without waiting, from pinned memory), inside tuples, lists and dicts."""
     if isinstance(batch, torch.Tensor):
@@ -66,6 +65,18 @@ def to_device(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, dict):
         return {key: to_device(value, device) for key, value in batch.items()}
     return batch
+
+
+def _free_bytes(device: torch.device) -> int | None:
+    """What this process may still allocate on a GPU: the device's free memory, within the share the
+    process is capped to (a packed trial); None for a device without such a limit (the CPU)."""
+    if device.type != "cuda":
+        return None
+    free, total = torch.cuda.mem_get_info(device)
+    fraction = torch.cuda.get_per_process_memory_fraction(device)
+    if fraction < 1:
+        free = min(free, int(fraction * total) - torch.cuda.memory_reserved(device))
+    return max(free, 0)
 
 
 def _metric_value(name: Any, value: Any) -> float | int | bool | str:
@@ -152,13 +163,17 @@ class LoopSetup:
     device: torch.device
     parallel: str  # a name of tuner/settings/experiment.py STRATEGIES
     max_batches: int | None = None  # the smoke step stops each data pass after this many batches
+    precision: str = "auto"  # a name of tuner/settings/experiment.py PRECISIONS (tuner/training/precision.py)
+    # The CPU threads torch may use in this process: the trial's cpus_per_worker, so that packed trials
+    # don't each start one thread per core. None leaves torch's own setting (the smoke step, in the driver).
+    cpu_threads: int | None = None
 
 
 class TrialContext:
     """`rank`, `world_size`, `device`, `epochs`, `seed`, `trial_id`, `data` (the space's Splits, or None),
-    `parallel`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `evaluation_model`, `batches`,
-    `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce` and `report`. Every rank
-    calls `report` once per epoch; rank 0's checkpoint is saved."""
+    `parallel`, `precision`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `step`, `autocast`,
+    `evaluation_model`, `batches`, `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce`
+    and `report`. Every rank calls `report` once per epoch; rank 0's checkpoint is saved."""
 
     def __init__(
         self,
@@ -177,6 +192,12 @@ class TrialContext:
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = dist.get_rank() if distributed else 0
         self.world_size = dist.get_world_size() if distributed else 1
+        self.precision = precision.resolve(setup.precision, self.device)
+        # Tensor splits moved to the device, by the ids of their host tensors: (x, y, x there, y there).
+        self._resident: dict[tuple[int, int], tuple[torch.Tensor, ...]] = {}
+        self._loss_scaling = (
+            precision.LossScaling(self.device, distributed=self.world_size > 1) if self.precision.scales_loss else None
+        )
         self._strategy = strategy(self.parallel, rank=self.rank, world_size=self.world_size, device=self.device)
         self.start_epoch = restored["epoch"] + 1 if restored else 1
         self.epoch = self.start_epoch  # the epoch being trained: the next report is for it
@@ -200,12 +221,38 @@ class TrialContext:
         gets None)."""
         return self._strategy.evaluation_model(model)
 
+    def autocast(self) -> AbstractContextManager[Any]:
+        """The trial's autocast (bf16 or fp16 as `precision` asks, on a GPU), or nothing, for a forward
+        the loop runs itself (evaluation)."""
+        return self.precision.autocast(self.device)
+
     def train_step(
         self, model: nn.Module, x: Any, y: Any, loss_fn: Callable[[Any, Any], torch.Tensor]
     ) -> torch.Tensor | None:
-        """Forward (bf16 autocast on GPU), loss and backward of one batch on a prepared model; the loss, or
-        None on a pipeline stage that computes none. The optimizer's zero_grad and step stay the loop's."""
-        return self._strategy.train_step(model, x, y, loss_fn, autocast(self.device))
+        """Forward (in the trial's precision), loss and backward of one batch on a prepared model; the loss,
+        or None on a pipeline stage that computes none. The optimizer's zero_grad and step stay the
+        loop's: step it with `ctx.step(optimizer)`, which fp16 needs."""
+        if self._loss_scaling is None:
+            return self._strategy.train_step(model, x, y, loss_fn, self.autocast())
+        losses: list[torch.Tensor] = []  # unscaled, one per (micro-)batch
+        scaled = self._loss_scaling.scaled(loss_fn, losses)
+        if self._strategy.train_step(model, x, y, scaled, self.autocast()) is None:
+            return None
+        return losses[0] if len(losses) == 1 else torch.stack([loss.detach() for loss in losses]).mean()
+
+    def step(self, optimizer: torch.optim.Optimizer) -> None:
+        """`optimizer.step()`, except under fp16, where the gradients are unscaled first and a step whose
+        gradients overflowed is skipped (torch's GradScaler)."""
+        if self._loss_scaling is None:
+            optimizer.step()
+        else:
+            self._loss_scaling.step(optimizer)
+
+    def close(self) -> None:
+        """Lets go of what the context holds in the process: the device copies of the data, fp16's hook."""
+        self._resident.clear()
+        if self._loss_scaling is not None:
+            self._loss_scaling.close()
 
     def get_state(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> Any:
         """{"model": ..., "optimizer": ...} of a prepared model, whole, as `report(checkpoint=...)` should
@@ -239,13 +286,34 @@ class TrialContext:
                 pad_to = math.ceil(math.ceil(n / shards) / per_rank)  # shard 0's count, the largest
                 pad_to = pad_to if self.max_batches is None else min(pad_to, self.max_batches)
         if is_tensor_pair(split):
-            # The batches DataLoader(TensorDataset) would give, cut from the tensors in one gather each.
-            loader: Iterable[Any] = SlicedBatches(split[0], split[1], sampler, per_rank)
-            empty: Callable[[], Any] = partial(_empty_pair, split)
+            # The batches DataLoader(TensorDataset) would give, cut from the tensors in one gather each:
+            # on the device, where the split fits there, else gathered into pinned memory on a GPU host.
+            pair = self._on_device(split)
+            resident = pair is not None
+            pair = pair or split
+            loader: Iterable[Any] = SlicedBatches(
+                pair[0], pair[1], sampler, per_rank, pin=not resident and self.device.type == "cuda"
+            )
+            empty: Callable[[], Any] = partial(_empty_pair, pair)
         else:
             loader = DataLoader(split, batch_size=per_rank, sampler=sampler, pin_memory=self.device.type == "cuda")
             empty = partial(_first_sample_batch, split)
         return _DeviceLoader(loader, self.device, lambda: self.epoch, self.max_batches, pad_to, empty)
+
+    def _on_device(self, split: TensorPair) -> TensorPair | None:
+        """The split's tensors on the device, moved once per trial (each epoch reuses them); None when
+        they would take more than DEVICE_DATA_SHARE of the device memory left to this process."""
+        x, y = split
+        key = (id(x), id(y))
+        if key not in self._resident:
+            if x.device == self.device and y.device == self.device:
+                return split
+            free = _free_bytes(self.device)
+            if free is not None and x.nbytes + y.nbytes > DEVICE_DATA_SHARE * free:
+                return None
+            # The host tensors are kept with their copies, so their ids stay theirs while the key is used.
+            self._resident[key] = (x, y, x.to(self.device), y.to(self.device))
+        return self._resident[key][2], self._resident[key][3]
 
     def prepare_data_loader(self, loader: DataLoader) -> Iterable[Any]:
         """A DataLoader of the loop's own, on the device; over several ranks, rebuilt with a seeded
@@ -290,6 +358,7 @@ class TrialContext:
         epoch = int(row.get("epoch", self.epoch))
         row.update({"epoch": epoch, "reported_at": time.time(), RESULT_KEY: self.config.reported(), **self._lineage})
         row.setdefault("world_size", self.world_size)
+        row.setdefault("precision", self.precision.name)  # what the trial trained in: fp32 on a CPU
         self._lineage = {}  # reported with the first epoch after a restore only
         with tempfile.TemporaryDirectory() as directory:
             saved = None

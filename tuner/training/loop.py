@@ -55,7 +55,7 @@ class ComponentLoop:
             for x, y in ctx.batches(data.train, batch_size):
                 optimizer.zero_grad(set_to_none=True)
                 loss = ctx.train_step(model, x, y, loss_fn)  # forward, loss, backward
-                optimizer.step()
+                ctx.step(optimizer)  # optimizer.step(), unscaling fp16's gradients first
                 if loss is not None:  # None: a pipeline stage before the last, which computes no loss
                     n = batch_size_of(y)
                     totals += torch.stack([loss.detach().double() * n, torch.tensor(n, device=ctx.device)])

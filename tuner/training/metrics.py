@@ -20,7 +20,7 @@ from torch import nn
 
 from tuner.data.splits import Split
 from tuner.signatures import is_torchmetric
-from tuner.training.context import TrialContext, autocast
+from tuner.training.context import TrialContext
 from tuner.training.losses import is_class_labels, matched, one_logit_per_sample
 
 EVAL_BATCH = 1024
@@ -101,7 +101,7 @@ class Evaluation:
         sums: dict[str, torch.Tensor] = {}
         count = 0
         for x, y in ctx.batches(split, EVAL_BATCH, shuffle=False):
-            with autocast(ctx.device):
+            with ctx.autocast():
                 outputs = model(x)
             n = batch_size_of(y)
             if outputs is None or n == 0:

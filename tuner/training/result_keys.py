@@ -9,6 +9,7 @@ from tuner.training.config_reads import RESULT_KEY
 BOOKKEEPING = (
     "epoch",
     "world_size",
+    "precision",
     "reported_at",
     RESULT_KEY,
     "restored_from",

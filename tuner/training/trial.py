@@ -84,9 +84,28 @@ def run_trial_loop(
     tracked = ReadTrackingConfig(config)
     if config.get("seed") is not None:
         setup = replace(setup, seed=tracked["seed"])
+    if setup.cpu_threads is not None:
+        use_cpu_threads(setup.cpu_threads)
     seed_everything(setup.seed)
     if data is None and parts.dataset is not None:
         data = parts.load_data(tracked)
     ctx = TrialContext(config=tracked, setup=setup, data=data, trial_id=trial_id, report=report, restored=restored)
-    parts.train_loop(tracked, ctx)
+    try:
+        with ctx.precision.flags():
+            parts.train_loop(tracked, ctx)
+    finally:
+        ctx.close()
     return tracked
+
+
+def cpu_threads(cpus_per_worker: float) -> int:
+    """The threads a worker with `cpus_per_worker` CPUs trains with: its whole CPUs, at least one (Ray
+    sets OMP_NUM_THREADS the same way, but only in a process that has not set it before, and torch may
+    have read it already)."""
+    return max(1, int(cpus_per_worker))
+
+
+def use_cpu_threads(threads: int) -> None:
+    """torch's intra-op threads for this process, so packed trials don't each start one per core."""
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
