@@ -28,7 +28,7 @@ from tuner.errors import TunerError
 from tuner.models import small_image_resnet18
 from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.parallel import strategy
-from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
+from tuner.training.parallel.pipeline import PipelineStages, local_devices, pipeline_layers, split
 from tuner.training.trial import Parts, run_trial_loop
 
 CPU = torch.device("cpu")
@@ -84,7 +84,7 @@ def devices_after_a_step(parallel: str, rank: int) -> dict:
     torch.manual_seed(0)
     chosen = strategy(parallel, rank=rank, world_size=2, device=CPU)
     net = chosen.prepare(nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3)))
-    (x, y), _ = data()
+    x, y = data().train
     chosen.train_step(net, x[:32], y[:32], nn.functional.cross_entropy, torch.autocast("cpu", enabled=False))
     tensors = [*net.parameters(), *net.buffers(), *(p.grad for p in net.parameters() if p.grad is not None)]
     meshes = {p.device_mesh.device_type for p in net.parameters() if hasattr(p, "device_mesh")}
@@ -206,3 +206,21 @@ def test_where_models_split():
 def test_one_process_runs_the_pipeline_as_one_stage_of_all_its_layers(one_process):
     """What the smoke step runs for a pipeline space: the split layers, composed, train like the model."""
     assert_close(scores(trial("pipeline")), one_process)
+
+
+def test_one_process_splits_its_stage_over_devices_and_computes_the_model():
+    """The seed's model split (stages on cuda:0 and cuda:1 in one process, `tests/training/test_gpu.py`),
+    here with both parts on the CPU: the same outputs and gradients as the unsplit model, and the state
+    dict of the unsplit one, so a checkpoint loads on any number of GPUs."""
+    torch.manual_seed(0)
+    whole = model({}, None)
+    torch.manual_seed(0)
+    parts = PipelineStages(model({}, None), 0, 1, CPU, [CPU, CPU])
+    assert parts._starts == [0, 2] and local_devices(CPU, 5) == [CPU]
+    x, y = data().train[0][:16], data().train[1][:16]
+    nn.functional.cross_entropy(whole(x), y).backward()
+    nn.functional.cross_entropy(parts(x), y).backward()
+    assert torch.equal(parts(x), whole(x))
+    for (name, got), (_, want) in zip(parts.stage.named_parameters(), whole.named_parameters()):
+        assert torch.equal(got.grad, want.grad), name
+    assert parts.stage.state_dict().keys() == whole.state_dict().keys()
