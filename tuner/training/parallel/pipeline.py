@@ -15,9 +15,9 @@ conv1..layer2 | layer3..fc split for two stages). Stages get contiguous, equally
 
 One process with several GPUs (`workers = 1`, `gpus_per_worker = 2`) splits the model the seed's way
 (its ModelParallelResNet50): one stage per visible GPU, cuda:0 then cuda:1, activations copied
-forward between them and gradients back by autograd, no schedule. Several ranks over gloo with CUDA
-stages (ranks sharing one GPU, where NCCL refuses two ranks) pass activations through the host, since
-gloo sends and receives CPU tensors only.
+forward between them and gradients back by autograd, no schedule. Ranks over gloo with CUDA stages
+(two ranks on one GPU, which NCCL refuses: how `tests/training/test_gpu.py` runs multi-rank code where
+one GPU is lent) pass activations through the host, since gloo sends and receives CPU tensors only.
 """
 
 from collections.abc import Callable, Sequence
