@@ -2,10 +2,10 @@
 # The GPU checks in one run of at most 8 minutes (each part under its own time limit, so one that hangs
 # still leaves the others their time and the summary prints):
 #   1. the GPU tests (tests/training/test_gpu.py) and the strategies' 2-rank tests
-#      (tests/training/test_parallel.py: CPU ranks on this GPU host must never touch CUDA)   <= 130 s
-#   2. bench/parallel.py: its CPU rows (fsdp on gloo ranks once crashed on a GPU host) and GPU rows <= 100 s
+#      (tests/training/test_parallel.py: CPU ranks on this GPU host must never touch CUDA)   <= 120 s
+#   2. bench/parallel.py: its CPU rows (fsdp on gloo ranks once crashed on a GPU host) and GPU rows <= 120 s
 #   3. bench/gpu_packing.py: 1, 8, 4, 2 trials per GPU through `tuner run` and bare torch, precision
-#      rows                                                                                    <= 210 s
+#      rows                                                                                    <= 200 s
 # Made for the GPU machine this project may borrow (one GPU, Python 3.12, torch, no Ray): it sources
 # .device/setup.sh when present (built here by `bash ../shared/device/bundle.sh`), which gives Ray for
 # the `tuner run` rows; without it those rows report their failure and the bare torch rows still run.
@@ -26,16 +26,16 @@ PY
 out=$(mktemp -d)
 
 if python3 -c "import pytest" 2>/dev/null; then
-  timeout 130 python3 -m pytest --noconftest -p no:cacheprovider -q -rs \
+  timeout 120 python3 -m pytest --noconftest -p no:cacheprovider -q -rs \
     tests/training/test_gpu.py tests/training/test_parallel.py 2>&1 | tail -40; tests=${PIPESTATUS[0]}
 else
-  timeout 130 python3 tests/training/test_gpu.py; tests=$?
+  timeout 120 python3 tests/training/test_gpu.py; tests=$?
 fi
 
-timeout 100 python3 bench/parallel.py --epochs 3 --samples 2048 2>&1 | tee "$out/parallel.txt" | tail -30
+timeout 120 python3 bench/parallel.py --epochs 3 --samples 2048 2>&1 | tee "$out/parallel.txt" | tail -30
 parallel=${PIPESTATUS[0]}
 
-timeout 210 python3 bench/gpu_packing.py --counts 1,8,4,2 --budget-s 165 2>&1 | tee "$out/packing.txt"
+timeout 200 python3 bench/gpu_packing.py --counts 1,8,4,2 --budget-s 155 2>&1 | tee "$out/packing.txt"
 packing=${PIPESTATUS[0]}
 
 status() { [ "$1" -eq 0 ] && echo "$2" || { [ "$1" -eq 124 ] && echo "TIMED OUT" || echo "FAILED (exit $1)"; }; }
