@@ -1,7 +1,9 @@
 """The torch-level code on a GPU: tuner's loop with bf16 autocast and non-blocking copies, checkpoints
 saved on the GPU and loaded with `map_location`, DDP and FSDP over NCCL (world size 1, the most one
-GPU allows: two NCCL ranks on one GPU fail, ray-project/ray#48012), the pipeline's stages, and
-several trial processes sharing one GPU. Skipped without CUDA; `bench/gpu_check.sh` runs it on a GPU
+GPU allows: two NCCL ranks on one GPU fail, ray-project/ray#48012), DDP, FSDP and pipeline over two
+gloo ranks holding CUDA tensors on the one GPU (multi-rank GPU code where one GPU is lent), the
+pipeline's stages (one process: on cuda:0 and cuda:1 with two GPUs, both on the one GPU otherwise),
+and several trial processes sharing one GPU. Skipped without CUDA; `bench/gpu_check.sh` runs it on a GPU
 machine, which may have torch alone (no Ray, no pytest): `python tests/training/test_gpu.py` runs it there."""
 
 import os
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script 
 
 from tuner.data.splits import Splits
 from tuner.training.context import CHECKPOINT_FILE, LoopSetup, load_checkpoint
+from tuner.training.parallel import strategy
 from tuner.training.parallel.ddp import DDPStrategy
 from tuner.training.parallel.fsdp import FSDPStrategy
 from tuner.training.parallel.pipeline import PipelineStages, split
@@ -141,6 +144,74 @@ def test_pipeline_stages_on_the_gpu_compute_the_model():
     with torch.no_grad():
         composed = PipelineStages(nn.Sequential(*stages), 0, 1, torch.device("cuda"))(x)
         assert torch.equal(composed, net(x))
+
+
+def test_one_gpu_runs_both_pipeline_stages_of_one_process():
+    """The seed's model split with its two devices the same GPU: a functional check of the placement."""
+    torch.manual_seed(0)
+    whole = model({}).cuda()
+    torch.manual_seed(0)
+    gpu = torch.device("cuda", 0)
+    parts = PipelineStages(model({}), 0, 1, gpu, [gpu, gpu])
+    x, y = data().train[0][:64].cuda(), data().train[1][:64].cuda()
+    nn.functional.cross_entropy(whole(x), y).backward()
+    nn.functional.cross_entropy(parts(x), y).backward()
+    assert torch.allclose(parts(x), whole(x), atol=1e-5)
+    for got, want in zip(parts.stage.parameters(), whole.parameters()):
+        assert got.is_cuda and torch.allclose(got.grad, want.grad, atol=1e-5)
+
+
+def test_a_pipeline_trial_with_two_gpus_puts_its_stages_on_cuda0_and_cuda1():
+    if torch.cuda.device_count() < 2:
+        if "pytest" in sys.modules:
+            pytest.skip("needs 2 GPUs")
+        return
+    chosen = strategy("pipeline", rank=0, world_size=1, device=torch.device("cuda", 0))
+    net = chosen.prepare(model({}))
+    placed = [next(layer.parameters()).device.index for layer in net.stage if any(True for _ in layer.parameters())]
+    assert placed == [0, 0, 1], placed  # conv, batch norm | linear: the first half on cuda:0
+    reports = trial(epochs=2, parallel="pipeline")  # the loop, over both GPUs
+    assert reports[-1][0]["train_loss"] < reports[0][0]["train_loss"]
+
+
+def _gloo_rank(rank: int, port: int, parallel: str, results) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(0)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        reports = trial(epochs=2, parallel=parallel)
+        results[rank] = {
+            "losses": [m["train_loss"] for m, _ in reports],
+            "val_loss": [m["val_loss"] for m, _ in reports],
+            "world_size": reports[0][0]["world_size"],
+        }
+    finally:
+        dist.destroy_process_group()
+
+
+def two_gloo_ranks_on_one_gpu(parallel: str) -> None:
+    """NCCL refuses two ranks on one GPU; gloo takes CUDA tensors, so the multi-rank code runs there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_gloo_rank, args=(port, parallel, results), nprocs=2, join=True)
+        found, other = dict(results[0]), dict(results[1])
+    assert found["world_size"] == 2 and found["losses"][-1] < found["losses"][0], found
+    assert found["val_loss"] == other["val_loss"]  # every rank reports the same
+
+
+def test_ddp_over_two_gloo_ranks_on_one_gpu():
+    two_gloo_ranks_on_one_gpu("ddp")
+
+
+def test_fsdp_over_two_gloo_ranks_on_one_gpu():
+    two_gloo_ranks_on_one_gpu("fsdp")
+
+
+def test_pipeline_over_two_gloo_ranks_on_one_gpu():
+    two_gloo_ranks_on_one_gpu("pipeline")
 
 
 def _packed_trial(index: int, results) -> None:

@@ -7,9 +7,14 @@ rounding: ddp and fsdp (the ranks' shares of a global batch are the batch one pr
 gradients are averaged), a 2-stage pipeline (every stage reads the whole batch; micro-batch gradients
 are scaled to the batch's). And for each strategy a
 trial restored from its epoch-1 checkpoint must report what the uninterrupted trial reported for
-epoch 2: the checkpoint holds the whole model and optimizer state, gathered from shards or stages."""
+epoch 2: the checkpoint holds the whole model and optimizer state, gathered from shards or stages.
+
+The ranks train on the CPU wherever they run, and never touch CUDA: on a GPU host (`bench/gpu_check.sh`
+runs this file there) torch defaults collectives to the GPU whenever it sees one, which is how FSDP's
+default mesh once put gloo ranks of a CPU trial on cuda:0. So this file needs no Ray, only torch."""
 
 import os
+import socket
 
 import pytest
 import torch
@@ -18,12 +23,12 @@ import torch.multiprocessing as mp
 from torch import nn
 from torchvision.models import ResNet
 
-from tests.conftest import free_port
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
 from tuner.models import small_image_resnet18
 from tuner.training.context import LoopSetup, load_checkpoint
-from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
+from tuner.training.parallel import strategy
+from tuner.training.parallel.pipeline import PipelineStages, local_devices, pipeline_layers, split
 from tuner.training.trial import Parts, run_trial_loop
 
 CPU = torch.device("cpu")
@@ -67,6 +72,25 @@ def scores(reports) -> list[dict[str, float]]:
     return [{key: metrics[key] for key in ("train_loss", "val_loss", "val_acc")} for metrics, _ in reports]
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def devices_after_a_step(parallel: str, rank: int) -> dict:
+    """Where one CPU rank's model of `parallel` keeps everything after a training step: the device types
+    of its parameters, gradients, buffers and (FSDP) its mesh."""
+    torch.manual_seed(0)
+    chosen = strategy(parallel, rank=rank, world_size=2, device=CPU)
+    net = chosen.prepare(nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3)))
+    x, y = data().train
+    chosen.train_step(net, x[:32], y[:32], nn.functional.cross_entropy, torch.autocast("cpu", enabled=False))
+    tensors = [*net.parameters(), *net.buffers(), *(p.grad for p in net.parameters() if p.grad is not None)]
+    meshes = {p.device_mesh.device_type for p in net.parameters() if hasattr(p, "device_mesh")}
+    return {"tensors": {t.device.type for t in tensors}, "meshes": meshes, "count": len(tensors)}
+
+
 def _ranks(rank: int, port: int, results: dict) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -91,6 +115,10 @@ def _ranks(rank: int, port: int, results: dict) -> None:
         with torch.no_grad():
             piped = PipelineStages(stage, rank, 2, CPU).eval()(x)
             out["resnet"] = None if piped is None else (piped - resnet(x)).abs().max().item()
+        out["devices"] = {parallel: devices_after_a_step(parallel, rank) for parallel in ("ddp", "fsdp", "pipeline")}
+        # Last: after every trial and step above, none of which may have started CUDA.
+        out["cuda_initialized"] = torch.cuda.is_initialized()
+        out["gpu_visible"] = torch.cuda.is_available()
         results[rank] = out
     finally:
         dist.destroy_process_group()
@@ -137,6 +165,23 @@ def test_a_resnet_split_into_two_pipeline_stages_computes_the_unsplit_model(two_
     assert two_ranks[1]["resnet"] < 1e-5
 
 
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp", "pipeline"])
+def test_cpu_ranks_keep_everything_on_the_cpu(two_ranks, parallel):
+    """On a GPU host (where it counts: `gpu_visible`) and here: the CPU trial's ranks hold every
+    parameter, gradient, buffer and mesh on the CPU."""
+    for rank in (0, 1):
+        found = two_ranks[rank]["devices"][parallel]
+        assert found["count"] > 0 and found["tensors"] == {"cpu"}, found
+        assert found["meshes"] == ({"cpu"} if parallel == "fsdp" else set()), found
+
+
+def test_cpu_ranks_never_start_cuda(two_ranks):
+    for rank in (0, 1):
+        assert two_ranks[rank]["cuda_initialized"] is False, (
+            f"rank {rank} of a CPU trial initialised CUDA (GPU visible: {two_ranks[rank]['gpu_visible']})"
+        )
+
+
 def test_where_models_split():
     resnet = small_image_resnet18(3, num_classes=10)
     layers = pipeline_layers(nn.Sequential(nn.Identity(), resnet))
@@ -161,3 +206,21 @@ def test_where_models_split():
 def test_one_process_runs_the_pipeline_as_one_stage_of_all_its_layers(one_process):
     """What the smoke step runs for a pipeline space: the split layers, composed, train like the model."""
     assert_close(scores(trial("pipeline")), one_process)
+
+
+def test_one_process_splits_its_stage_over_devices_and_computes_the_model():
+    """The seed's model split (stages on cuda:0 and cuda:1 in one process, `tests/training/test_gpu.py`),
+    here with both parts on the CPU: the same outputs and gradients as the unsplit model, and the state
+    dict of the unsplit one, so a checkpoint loads on any number of GPUs."""
+    torch.manual_seed(0)
+    whole = model({}, None)
+    torch.manual_seed(0)
+    parts = PipelineStages(model({}, None), 0, 1, CPU, [CPU, CPU])
+    assert parts._starts == [0, 2] and local_devices(CPU, 5) == [CPU]
+    x, y = data().train[0][:16], data().train[1][:16]
+    nn.functional.cross_entropy(whole(x), y).backward()
+    nn.functional.cross_entropy(parts(x), y).backward()
+    assert torch.equal(parts(x), whole(x))
+    for (name, got), (_, want) in zip(parts.stage.named_parameters(), whole.named_parameters()):
+        assert torch.equal(got.grad, want.grad), name
+    assert parts.stage.state_dict().keys() == whole.state_dict().keys()

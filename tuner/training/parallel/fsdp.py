@@ -20,6 +20,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_model_state_dict,
     set_optimizer_state_dict,
 )
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 from tuner.training.optimizers import load_optimizer_state
@@ -31,14 +32,24 @@ FULL_STATE = StateDictOptions(full_state_dict=True, cpu_offload=True)
 class FSDPStrategy(Strategy):
     lockstep_evaluation = True  # each forward gathers parameters from every rank
 
+    def mesh(self) -> DeviceMesh:
+        """The ranks' mesh on this rank's device type. Never fully_shard's default: that mesh is on the
+        host's accelerator whenever torch sees one, so gloo ranks of a CPU trial on a GPU host would
+        gather onto cuda:0 ("Expected all tensors to be on the same device")."""
+        if self.device.type == "cuda":
+            # The mesh takes the current device as the rank's (else it guesses rank % GPUs).
+            torch.cuda.set_device(self.device if self.device.index is not None else torch.cuda.current_device())
+        return init_device_mesh(self.device.type, (self.world_size,))
+
     def prepare(self, model: nn.Module) -> nn.Module:
         model = model.to(self.device)
+        mesh = self.mesh()
         # Each child with parameters is its own unit, so only one child's parameters are gathered at a
         # time; the root takes whatever is left.
         for child in model.children():
             if any(True for _ in child.parameters()):
-                fully_shard(child)
-        fully_shard(model)
+                fully_shard(child, mesh=mesh)
+        fully_shard(model, mesh=mesh)
         return model
 
     def get_state(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> Any:

@@ -12,6 +12,12 @@ Where a model splits: a model with a `pipeline_layers` attribute (a sequence of 
 composition, in order, is the model's forward) splits between those; an `nn.Sequential` between its
 children, a torchvision ResNet among them between its stem, residual layers and head (the classic
 conv1..layer2 | layer3..fc split for two stages). Stages get contiguous, equally many layers.
+
+One process with several GPUs (`workers = 1`, `gpus_per_worker = 2`) splits the model the seed's way
+(its ModelParallelResNet50): one stage per visible GPU, cuda:0 then cuda:1, activations copied
+forward between them and gradients back by autograd, no schedule. Ranks over gloo with CUDA stages
+(two ranks on one GPU, which NCCL refuses: how `tests/training/test_gpu.py` runs multi-rank code where
+one GPU is lent) pass activations through the host, since gloo sends and receives CPU tensors only.
 """
 
 from collections.abc import Callable, Sequence
@@ -96,14 +102,62 @@ def _microbatches(batch_size: int) -> int:
     return max(d for d in range(1, MICROBATCHES + 1) if batch_size % d == 0)
 
 
+def local_devices(device: torch.device, layers: int) -> list[torch.device]:
+    """The devices one process splits a model over: every GPU it sees (at most one per layer) when it
+    trains on CUDA and sees several; else just `device`."""
+    gpus = torch.cuda.device_count() if device.type == "cuda" else 0
+    if min(gpus, layers) < 2:
+        return [device]
+    return [torch.device("cuda", index) for index in range(min(gpus, layers))]
+
+
+class _ThroughHost(nn.Module):
+    """A stage whose layers stay on their GPU while what crosses ranks is on the host: gloo sends and
+    receives CPU tensors only."""
+
+    def __init__(self, stage: nn.Sequential, device: torch.device):
+        super().__init__()
+        self.stage, self.device = stage, device
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.stage(x.to(self.device)).cpu()
+
+    def to(self, *args: Any, **kwargs: Any) -> "_ThroughHost":
+        return self  # PipelineStage moves its module to its device, the host here; the layers stay
+
+
 class PipelineStages(nn.Module):
     """This rank's stage of the model. Calling it runs a forward through all stages (every rank calls
-    together): the outputs on the last stage, None on the others. `train_step` adds the backward."""
+    together): the outputs on the last stage, None on the others. `train_step` adds the backward.
 
-    def __init__(self, stage: nn.Sequential, rank: int, stages: int, device: torch.device):
+    In one process (`stages` = 1) the stage may span `devices`: each gets a contiguous, equal share of
+    the stage's layers, and the outputs come back to the first device, where the batches are."""
+
+    def __init__(
+        self,
+        stage: nn.Sequential,
+        rank: int,
+        stages: int,
+        device: torch.device,
+        devices: list[torch.device] | None = None,
+    ):
         super().__init__()
         self.stage, self.rank, self.stages, self.device = stage, rank, stages, device
+        self.devices = devices or [device]
+        # Where each device's share of the layers begins; the module keeps one nn.Sequential of them all,
+        # so its state dict is the unsplit stage's, whichever devices it was saved from.
+        self._starts = [i * len(stage) // len(self.devices) for i in range(len(self.devices))]
+        for start, end, on in zip(self._starts, [*self._starts[1:], len(stage)], self.devices):
+            stage[start:end].to(on)
         self._schedules: dict[tuple[int, bool], ScheduleGPipe] = {}
+        self._through_host = stages > 1 and device.type == "cuda" and dist.get_backend() == "gloo"
+
+    def _local(self, x: torch.Tensor) -> torch.Tensor:
+        if len(self.devices) == 1:
+            return self.stage(x)
+        for start, end, on in zip(self._starts, [*self._starts[1:], len(self.stage)], self.devices):
+            x = self.stage[start:end](x.to(on, non_blocking=True))
+        return x.to(self.device, non_blocking=True)
 
     @property
     def is_last(self) -> bool:
@@ -112,24 +166,35 @@ class PipelineStages(nn.Module):
     def _schedule(self, batch_size: int, loss_fn: Callable[..., torch.Tensor] | None) -> ScheduleGPipe:
         key = (batch_size, loss_fn is not None)
         if key not in self._schedules:
-            stage = PipelineStage(self.stage, self.rank, self.stages, self.device)
+            module, device = (
+                (_ThroughHost(self.stage, self.device), torch.device("cpu"))
+                if self._through_host
+                else (self.stage, self.device)
+            )
+            stage = PipelineStage(module, self.rank, self.stages, device)
             # Without a loss function the schedule only runs forwards; with one it scales each
             # micro-batch's gradient by 1/micro-batches, so a step equals the whole batch's.
             self._schedules[key] = ScheduleGPipe(stage, n_microbatches=_microbatches(batch_size), loss_fn=loss_fn)
         return self._schedules[key]
 
+    def _host(self, x: Any) -> Any:
+        return x.cpu() if self._through_host else x
+
+    def _back(self, x: torch.Tensor | None) -> torch.Tensor | None:
+        return x.to(self.device) if self._through_host and x is not None else x
+
     def forward(self, x: torch.Tensor) -> torch.Tensor | None:
         if self.stages == 1:
-            return self.stage(x)
+            return self._local(x)
         schedule = self._schedule(len(x), None)
-        return schedule.step(x) if self.rank == 0 else schedule.step()
+        return self._back(schedule.step(self._host(x)) if self.rank == 0 else schedule.step())
 
     def train_step(
         self, x: torch.Tensor, y: torch.Tensor, loss_fn: Callable[[Any, Any], torch.Tensor], autocast: Any
     ) -> torch.Tensor | None:
         if self.stages == 1:
             with autocast:
-                outputs = self.stage(x)
+                outputs = self._local(x)
             loss = loss_fn(outputs.float(), y)
             loss.backward()
             return loss
@@ -141,12 +206,12 @@ class PipelineStages(nn.Module):
         losses: list[torch.Tensor] = []
         with autocast:
             if self.rank == 0:
-                schedule.step(x)
+                schedule.step(self._host(x))
             elif self.is_last:
-                schedule.step(target=y, losses=losses)
+                schedule.step(target=self._host(y), losses=losses)
             else:
                 schedule.step()
-        return torch.stack(losses).mean().detach() if self.is_last else None
+        return self._back(torch.stack(losses).mean().detach()) if self.is_last else None
 
 
 def _to_cpu(value: Any) -> Any:
@@ -165,7 +230,11 @@ class PipelineStrategy(Strategy):
         return 0, 1  # every stage reads the same batches
 
     def prepare(self, model: nn.Module) -> nn.Module:
-        stage = split(pipeline_layers(model), self.world_size)[self.rank]
+        layers = pipeline_layers(model)
+        if self.world_size == 1:  # one process: all layers, over every GPU it sees
+            devices = local_devices(self.device, len(layers))
+            return PipelineStages(nn.Sequential(*layers), 0, 1, self.device, devices)
+        stage = split(layers, self.world_size)[self.rank]
         return PipelineStages(stage.to(self.device), self.rank, self.world_size, self.device)
 
     def evaluation_model(self, model: nn.Module) -> nn.Module:
