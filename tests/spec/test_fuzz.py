@@ -131,7 +131,8 @@ SCALAR_ORACLE = {
         v is None
         or (
             type(v) is str
-            and re.fullmatch(r"\s*(\d+h)?(\d+m)?(\d+s?)?\s*", v) is not None
+            # 1H30M as 1h30m: a unit's case says nothing the lower case does not
+            and re.fullmatch(r"\s*(\d+h)?(\d+m)?(\d+s?)?\s*", v, re.IGNORECASE) is not None
             and any(c in "123456789" for c in v)
         )
     ),
