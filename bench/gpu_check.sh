@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one run of at most 8 minutes (each part under its own time limit, so one that hangs
 # still leaves the others their time and the summary prints):
-#   1. the GPU tests (tests/training/test_gpu.py) and the strategies' 2-rank tests
+#   1. the GPU tests (tests/training/test_gpu.py, test_gpu_data_precision.py) and the strategies' 2-rank tests
 #      (tests/training/test_parallel.py: CPU ranks on this GPU host must never touch CUDA)   <= 120 s
 #   2. bench/parallel.py: its CPU rows (fsdp on gloo ranks once crashed on a GPU host) and GPU rows <= 120 s
 #   3. bench/gpu_packing.py: 1, 8, 4, 2 trials per GPU through `tuner run` and bare torch, precision
@@ -27,7 +27,7 @@ out=$(mktemp -d)
 
 if python3 -c "import pytest" 2>/dev/null; then
   timeout 120 python3 -m pytest --noconftest -p no:cacheprovider -q -rs \
-    tests/training/test_gpu.py tests/training/test_parallel.py 2>&1 | tail -40; tests=${PIPESTATUS[0]}
+    tests/training/test_gpu.py tests/training/test_gpu_data_precision.py tests/training/test_parallel.py 2>&1 | tail -40; tests=${PIPESTATUS[0]}
 else
   timeout 120 python3 tests/training/test_gpu.py; tests=$?
 fi
