@@ -207,7 +207,7 @@ class LiveProgress(tune.Callback):
         else:
             running = sum(trial.status == Trial.RUNNING for trial in trials)
             parts += [
-                f"{running} running" + (f" ({self.gpu_sharing})" if self.gpu_sharing and running else ""),
+                f"{running} running" + (f" ({self.gpu_sharing})" if self.gpu_sharing else ""),
                 f"{total - len(ended) - running} waiting",
                 f"{format_duration(elapsed)} elapsed",
             ]
