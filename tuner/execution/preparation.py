@@ -82,6 +82,7 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> Prepared:
         "smoke step: one batch of the space's code on the first config ran in %.0f ms (--no-smoke skips it)",
         result.seconds * 1000,
     )
+    gpu_memory.release_cache(device)
     if result.gpu_peak_bytes is None:
         return dataclasses.replace(prepared, unmeasured="the driver has no GPU to measure a trial on")
     measured = Measured(result.gpu_peak_bytes, gpu_memory.total_bytes(device), result.seconds)

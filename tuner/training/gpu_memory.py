@@ -29,3 +29,10 @@ def peak_gib(device: torch.device) -> float:
 
 def total_bytes(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).total_memory
+
+
+def release_cache(device: torch.device) -> None:
+    """Give the GPU memory the allocator keeps cached back, as the driver does after the smoke step so
+    that the trials sharing its GPU have it."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
