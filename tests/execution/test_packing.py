@@ -54,8 +54,9 @@ def test_trials_per_gpu_is_the_least_of_memory_cpus_and_the_cap(
 
 def test_what_bound_the_count_is_said():
     assert "CPUs per GPU" in trials_per_gpu(int(0.3 * GIB), H200, 4, 1)[1]
-    assert trials_per_gpu(int(60 * GIB), H200, 16, 1)[1] == "its memory"
-    assert trials_per_gpu(int(0.3 * GIB), H200, 16, 1)[1] == "at most 8"
+    assert trials_per_gpu(int(0.3 * GIB), H200, 4, 1)[1] == "the cluster's 4 CPUs per GPU feed 4 at 1 each"
+    assert trials_per_gpu(int(20 * GIB), H200, 16, 1)[1] == "as many as its memory holds at 1.5x the peak"
+    assert trials_per_gpu(int(0.3 * GIB), H200, 16, 1)[1] == "8 at most"
 
 
 @pytest.mark.parametrize("count, share", [(1, 1.0), (2, 0.5), (3, 0.3333), (4, 0.25), (7, 0.1428), (8, 0.125)])
@@ -120,7 +121,7 @@ def test_auto_gives_a_dp_trial_the_gpus_of_a_node():
         (0.25, 4, "4 trials per GPU on 1 GPU (gpus_per_worker = 0.25, as set)"),
         (0.3, 3, "3 trials per GPU on 1 GPU (gpus_per_worker = 0.3, as set)"),
         (1, 1, "1 GPU per worker on 1 GPU (gpus_per_worker = 1, as set)"),
-        (2, 1, "2 GPU per worker on 1 GPU (gpus_per_worker = 2, as set)"),
+        (2, 1, "2 GPUs per worker on 1 GPU (gpus_per_worker = 2, as set)"),
         (0, 0, "trials train on the CPU (gpus_per_worker = 0)"),
     ],
 )

@@ -56,10 +56,6 @@ class GpuPlan:
     setting: float | str  # what was asked for: "auto" or the number given
     measured: Measured | None = None
 
-    @property
-    def shared(self) -> bool:
-        return self.trials_per_gpu > 1
-
     def record(self) -> dict[str, Any]:
         """As tuner.json keeps it (beside the resolved resources)."""
         return {
@@ -80,11 +76,11 @@ def trials_per_gpu(peak_bytes: int, gpu_bytes: int, cpus_per_gpu: float, cpus_pe
     by_cpus = math.floor(cpus_per_gpu / cpus_per_worker + 1e-9)
     count = max(1, min(by_memory, by_cpus, MAX_TRIALS_PER_GPU))
     if count == by_cpus and by_cpus < min(by_memory, MAX_TRIALS_PER_GPU):
-        bound = f"the cluster's {cpus_per_gpu:g} CPUs per GPU at {cpus_per_worker:g} per trial"
+        bound = f"the cluster's {cpus_per_gpu:g} CPUs per GPU feed {count} at {cpus_per_worker:g} each"
     elif count == by_memory and by_memory < MAX_TRIALS_PER_GPU:
-        bound = "its memory"
+        bound = f"as many as its memory holds at {HEADROOM:g}x the peak"
     else:
-        bound = f"at most {MAX_TRIALS_PER_GPU}"
+        bound = f"{MAX_TRIALS_PER_GPU} at most"
     return count, bound
 
 
@@ -109,7 +105,7 @@ def plan(
         if setting <= 0:
             return GpuPlan(0.0, 0, "trials train on the CPU (gpus_per_worker = 0)", setting)
         count = math.floor(1 / setting + 1e-9) if setting < 1 else 1
-        each = f"{count} trials per GPU" if count > 1 else f"{setting:g} GPU per worker"
+        each = f"{count} trials per GPU" if count > 1 else f"{setting:g} GPU{'s' if setting > 1 else ''} per worker"
         return GpuPlan(float(setting), count, f"{each} on {gpus} (gpus_per_worker = {setting:g}, as set)", setting)
     if cluster.gpus <= 0:
         return GpuPlan(0.0, 0, "no GPU in the cluster: trials train on the CPU", setting)
@@ -135,7 +131,7 @@ def plan(
     count, bound = trials_per_gpu(measured.peak_bytes, measured.gpu_bytes, cpus_per_gpu, cpus_per_worker)
     peak = f"peak {measured.peak_bytes / GIB:.2g} GiB each, measured in the smoke step"
     trials = f"{count} trials per GPU" if count > 1 else "1 trial per GPU"
-    return GpuPlan(share_of(count), count, f"{trials} on {gpus} ({peak}; bound by {bound})", setting, measured)
+    return GpuPlan(share_of(count), count, f"{trials} on {gpus} ({peak}; {bound})", setting, measured)
 
 
 def memory_fraction(gpus_per_worker: float, gpu_bytes: int) -> float | None:
