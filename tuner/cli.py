@@ -25,7 +25,10 @@ from tuner.spec.overrides import parse_sets
 from tuner.storage.filesystem import default_experiment_name
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tuner.driver import Outcome
+    from tuner.storage.meta import ExperimentMeta
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
@@ -292,6 +295,8 @@ def _summarize(outcome: "Outcome") -> int:
     print()
     print(f"experiment: {path}")
     print(f"report:     {path}/{report.TRIALS_CSV} ({tuner_command()} report {path})")
+    if devices := _devices(trials, meta):
+        print(f"devices:    {devices}")
     # The counts of the live view's last line, `tuner list` and `tuner report`: every trial of the
     # experiment, the ones Ray never created included.
     counts, total = report.tally(trials, meta), report.total_trials(trials, meta)
@@ -319,6 +324,23 @@ def _summarize(outcome: "Outcome") -> int:
     )
     _next_steps(path, {key: best[key] for key in outcome.params})
     return INTERRUPTED if interrupted else 0
+
+
+def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:
+    """Where the trials trained and the most GPU memory they took: `cuda:0 (4 trials per GPU); peak GPU
+    memory 0.28-0.33 GiB per trial`, or `cpu`; "" before any trial reported."""
+    if trials.empty or "device" not in trials:
+        return ""
+    devices = sorted({device for device in trials["device"] if isinstance(device, str) and device})
+    if not devices:
+        return ""
+    line = ", ".join(devices)
+    if (meta.gpus or {}).get("trials_per_gpu", 0) > 1:
+        line += f" ({meta.gpus['trials_per_gpu']} trials per GPU)"  # type: ignore[index]
+    peaks = trials["gpu_peak_gib"].dropna()
+    if len(peaks):
+        line += f"; peak GPU memory {peaks.min():.2g}-{peaks.max():.2g} GiB per trial"
+    return line
 
 
 def _next_steps(path: str, best: dict[str, Any]) -> None:

@@ -56,10 +56,15 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
             options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
         ):
             ready = prepared()
+            gpus = tune_run.gpu_plan(spec.resources, ready.measured, ready.unmeasured)
+            # The resolved number, checked again as a spec (dp, fractional GPUs over several workers).
+            resolved = dataclasses.replace(spec.resources, gpus_per_worker=gpus.gpus_per_worker)
+            spec = dataclasses.replace(spec, resources=resolved)
+            log.info("tuner: %s", gpus.line)
             fits = tune_run.trials_that_fit(spec.resources)  # also: one trial must fit at all
             max_concurrent = spec.resources.max_concurrent or fits
             tune_run.pickle_by_value(spec.local_modules)
-            meta = _meta(spec, plan, options)
+            meta = dataclasses.replace(_meta(spec, plan, options), gpus=gpus.record())
             meta_file.write(experiment_path, meta)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)

@@ -81,6 +81,15 @@ def test_run_prints_best_trial_and_report_path(grid_run):
     assert f"best trial: {best['trial_id']}" in result.stdout
     assert re.search(r"^\d+/\d+ trials done", result.stdout, re.MULTILINE)  # tuner's live view (on a pipe)
     assert "smoke step: one batch of the space's code on the first config ran in" in result.stdout
+    # gpus_per_worker = auto on a cluster without GPUs: one line before the first trial, the CPU, as
+    # before; the summary, trials.csv and tuner.json say so.
+    assert "no GPU in the cluster: trials train on the CPU" in result.stdout
+    assert "devices:    cpu\n" in result.stdout
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert (trials["device"] == "cpu").all() and trials["gpu_peak_gib"].isna().all()
+    recorded = json.loads((experiment / "tuner.json").read_text())
+    assert recorded["resources"]["gpus_per_worker"] == 0.0
+    assert recorded["gpus"]["setting"] == "auto" and recorded["gpus"]["why"].startswith("no GPU in the cluster")
 
 
 def test_report_command_from_another_process(grid_run):

@@ -49,3 +49,16 @@ def test_a_trial_process_ending_inside_a_finalizer_prints_no_traceback_below_ver
         )
         assert ("SystemExit: 1" in result.stderr) is shown, result.stderr
         assert "ValueError: a real error in a finalizer" in result.stderr  # other errors still show
+
+
+def test_the_status_line_says_how_trials_share_the_gpus_when_they_do():
+    from tuner.execution.tune_run import gpu_sharing
+    from tuner.settings import Resources
+
+    assert gpu_sharing(Resources(gpus_per_worker=0.25)) == "4 trials per GPU"
+    assert gpu_sharing(Resources(gpus_per_worker=0.3333)) == "3 trials per GPU"
+    for alone in (0, 1, 2, "auto"):
+        assert gpu_sharing(Resources(gpus_per_worker=alone)) is None
+    shared = console.LiveProgress("val_acc", "max", ["lr"], 2, gpu_sharing="4 trials per GPU")
+    assert "0 running (4 trials per GPU) · " in shared._status([])
+    assert "running (" not in console.LiveProgress("val_acc", "max", ["lr"], 2)._status([])

@@ -168,3 +168,38 @@ def test_a_name_that_is_no_setting_is_one_line_not_a_type_error():
         ExperimentSpec.of("py", epoch=3, **valid)
     with pytest.raises(TunerError, match="epoch: no such setting"):
         ExperimentSpec.of("py", **valid).with_overrides(epoch=3)
+
+
+def test_gpus_per_worker_is_auto_by_default_and_auto_or_a_number_everywhere(tmp_path):
+    assert Resources().gpus_per_worker == "auto" and Resources().gpus_auto
+    args = cli._parser().parse_args(["run", "--gpus-per-worker", "auto"])
+    assert cli._given(args, Resources) == {"gpus_per_worker": "auto"}
+    assert cli._given(cli._parser().parse_args(["run", "--gpus-per-worker", "0.5"]), Resources) == {
+        "gpus_per_worker": 0.5
+    }
+    valid = {"metric": "val_acc", "mode": "max", "param_space": {"lr": 0.1}, "model": "mlp", "dataset": "digits"}
+    assert ExperimentSpec.of("py", gpus_per_worker="auto", **valid).resources.gpus_auto
+    assert ExperimentSpec.of("py", gpus_per_worker=1, **valid).resources.gpus == 1.0
+    for bad in ("some", -1, True, float("nan")):
+        with pytest.raises(TunerError, match=r"gpus_per_worker must be 'auto' or a number >= 0, not"):
+            Resources(gpus_per_worker=bad)
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["run", "--gpus-per-worker", "half"])
+    meta = ExperimentMeta(space="s", params=[], objective=Objective("m", "max"), resources=Resources())
+    meta_file.write(str(tmp_path), meta)
+    assert meta_file.read(str(tmp_path)).resources.gpus_per_worker == "auto"
+
+
+def test_auto_keeps_the_dp_and_fractional_gpu_checks_for_the_number_it_resolves_to():
+    valid = {"metric": "val_acc", "mode": "max", "param_space": {"lr": 0.1}, "model": "mlp", "dataset": "digits"}
+    for auto in (
+        ExperimentSpec.of("py", parallel="dp", **valid),
+        ExperimentSpec.of("py", workers=2, **valid),
+    ):
+        assert auto.resources.gpus_auto  # refused only once resolved to a number that does not fit
+    dp = ExperimentSpec.of("py", parallel="dp", **valid)
+    with pytest.raises(TunerError, match="parallel = 'dp' runs nn.DataParallel over GPUs"):
+        dataclasses.replace(dp, resources=dataclasses.replace(dp.resources, gpus_per_worker=0.0))
+    two = ExperimentSpec.of("py", workers=2, **valid)
+    with pytest.raises(TunerError, match="would put several NCCL ranks on one GPU"):
+        dataclasses.replace(two, resources=dataclasses.replace(two.resources, gpus_per_worker=0.5))

@@ -60,9 +60,11 @@ class LiveProgress(tune.Callback):
         epochs: int,
         time_budget: str | None = None,
         stop: str | None = None,
+        gpu_sharing: str | None = None,
     ):
         self.metric, self.mode, self.params, self.epochs = metric, mode, list(params), epochs
         self.time_budget, self.stop = time_budget, stop
+        self.gpu_sharing = gpu_sharing  # "4 trials per GPU" when trials share GPUs
         self.setup()
 
     @property
@@ -86,6 +88,7 @@ class LiveProgress(tune.Callback):
         # Restored from an experiment that an older tuner started, which kept no words for these.
         vars(self).setdefault("time_budget", None)
         vars(self).setdefault("stop", None)
+        vars(self).setdefault("gpu_sharing", None)
         self.started = time.monotonic()
         self.drawn = False  # the status line is on the screen, with no newline after it
         self.last_status = 0.0
@@ -204,7 +207,7 @@ class LiveProgress(tune.Callback):
         else:
             running = sum(trial.status == Trial.RUNNING for trial in trials)
             parts += [
-                f"{running} running",
+                f"{running} running" + (f" ({self.gpu_sharing})" if self.gpu_sharing else ""),
                 f"{total - len(ended) - running} waiting",
                 f"{format_duration(elapsed)} elapsed",
             ]

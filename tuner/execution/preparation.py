@@ -4,6 +4,7 @@ loaded once, and the smoke step (one batch of the space's code on the first conf
 meanwhile on a thread; its errors surface once Ray is up, before anything is written. Measured by
 bench/peers.py."""
 
+import dataclasses
 import logging
 import threading
 import time
@@ -16,9 +17,11 @@ from typing import TypeVar
 from tuner.data import DATA_DIR_ENV
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
+from tuner.execution.packing import Measured
 from tuner.execution.trainable import device_for
 from tuner.ray_compat import env, private
 from tuner.spec.space import ExperimentSpec
+from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup
 from tuner.training.smoke import check_reported, smoke_test
 from tuner.training.trial import Parts
@@ -32,6 +35,8 @@ T = TypeVar("T")
 class Prepared:
     parts: Parts
     data: Splits | None  # the data every trial shares; None when each trial loads its own
+    measured: Measured | None = None  # the smoke step's peak GPU memory and time, when it ran on a GPU
+    unmeasured: str = "--no-smoke: nothing measured"  # why `measured` is None, for the packing line
 
 
 def parts_of(spec: ExperimentSpec) -> Parts:
@@ -59,7 +64,8 @@ def load(spec: ExperimentSpec) -> Prepared:
         raise UserCodeError(f"space {spec.name}: dataset() failed (traceback above)", error) from None
 
 
-def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> None:
+def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> Prepared:
+    """Runs the smoke step; returns `prepared` with what it measured on the driver's GPU, if it has one."""
     resources = spec.resources
     device = device_for(resources)
     # One process: ddp and fsdp run unwrapped, pipeline as one stage of all its layers; dp needs a GPU,
@@ -78,13 +84,16 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> None:
         "smoke step: one batch of the space's code on the first config ran in %.0f ms (--no-smoke skips it)",
         result.seconds * 1000,
     )
+    gpu_memory.release_cache(device)
+    if result.gpu_peak_bytes is None:
+        return dataclasses.replace(prepared, unmeasured="the driver has no GPU to measure a trial on")
+    measured = Measured(result.gpu_peak_bytes, gpu_memory.total_bytes(device), result.seconds)
+    return dataclasses.replace(prepared, measured=measured)
 
 
 def load_and_smoke(spec: ExperimentSpec, seed: int, smoke_step: bool) -> Prepared:
     prepared = load(spec)
-    if smoke_step:
-        smoke(spec, prepared, seed)
-    return prepared
+    return smoke(spec, prepared, seed) if smoke_step else prepared
 
 
 def while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:

@@ -18,10 +18,12 @@ from ray import tune
 from ray.util.queue import Queue
 
 from tuner.data.splits import Splits
+from tuner.execution import packing
 from tuner.execution.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
 from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
+from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.trial import Parts, cpu_threads, run_trial_loop
 
@@ -69,13 +71,53 @@ def _data(setup: TrialSetup) -> Splits | None:
 
 
 def device_for(resources: Resources) -> torch.device:
-    """Where a one-process trial (and the smoke step) trains: its GPU when it asked for one and one is there."""
-    return torch.device("cuda" if resources.gpus_per_worker > 0 and torch.cuda.is_available() else "cpu")
+    """Where a one-process trial (and the smoke step) trains: its GPU when it asked for one (or `auto`,
+    in the smoke step: the driver's GPU measures what a trial needs) and one is there. A trial without
+    a GPU never asks CUDA anything."""
+    wants_gpu = resources.gpus_auto or resources.gpus_per_worker > 0  # type: ignore[operator]
+    return torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
+
+
+class GpuShareExceeded(RuntimeError):
+    """A trial that shares its GPU needed more than its share: it fails alone, the others go on."""
+
+
+def _cap_gpu_memory(device: torch.device, gpus_per_worker: float) -> float | None:
+    """A trial sharing its GPU lets its allocator take its share only (ray-project/ray#13680: Ray's
+    fractional GPUs are logical); returns the fraction, None when the trial has its GPU to itself."""
+    if device.type != "cuda":
+        return None
+    fraction = packing.memory_fraction(gpus_per_worker, gpu_memory.total_bytes(device))
+    if fraction is not None:
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return fraction
+
+
+def _share_exceeded(error: BaseException, gpus_per_worker: float, fraction: float, device: torch.device) -> str:
+    total = gpu_memory.total_bytes(device) / packing.GIB
+    larger = packing.share_of(max(1, round(1 / gpus_per_worker) // 2))
+    return (
+        f"the trial ran out of its share of the GPU: gpus_per_worker = {gpus_per_worker:g} lets it take "
+        f"{fraction * total:.1f} of the GPU's {total:.0f} GiB, so that the trials sharing the GPU cannot take "
+        f"each other's memory; give each trial more with --gpus-per-worker {larger:g} (fewer trials per GPU), "
+        f"or make it smaller (batch_size). CUDA said: {str(error).splitlines()[0] if str(error) else error!r}"
+    )
 
 
 def run_in_process(config: dict[str, Any], setup: TrialSetup) -> None:
     logs.quiet_exit_in_finalizers(setup.ray_logs)
     device = device_for(setup.resources)
+    share = float(setup.resources.gpus)
+    fraction = _cap_gpu_memory(device, share)
+    try:
+        _run_in_process(config, setup, device)
+    except torch.cuda.OutOfMemoryError as error:
+        if fraction is None:
+            raise
+        raise GpuShareExceeded(_share_exceeded(error, share, fraction, device)) from error
+
+
+def _run_in_process(config: dict[str, Any], setup: TrialSetup, device: torch.device) -> None:
 
     def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None)
@@ -141,8 +183,8 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
         },
         scaling_config=ray.train.ScalingConfig(
             num_workers=setup.resources.workers,
-            use_gpu=setup.resources.gpus_per_worker > 0,
-            resources_per_worker={"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus_per_worker},
+            use_gpu=setup.resources.gpus > 0,
+            resources_per_worker={"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus},
         ),
         run_config=ray.train.RunConfig(
             name=run_name,
@@ -195,7 +237,7 @@ def _cleanup_when_train_run_ended(trial_id: str, cleanup: Callable[[], None]) ->
 
 def trainable(setup: TrialSetup):
     if setup.resources.in_process:
-        resources = {"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus_per_worker}
+        resources = {"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus}
         return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
 
     # A class built at run time, as Tune builds its own function trainables.

@@ -15,7 +15,7 @@ from ray import tune
 from tuner.command import tuner_command
 from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
-from tuner.execution import tracking
+from tuner.execution import packing, tracking
 from tuner.execution.console import LiveProgress
 from tuner.execution.stopper import MetricThreshold
 from tuner.execution.trainable import TrialSetup, trainable
@@ -43,18 +43,47 @@ TUNE_VERBOSITY = {0: 0, 1: 0, 2: 1}
 RAY_LOG_LEVELS = {0: "WARNING", 1: "WARNING", 2: "INFO"}
 
 
-def trials_that_fit(resources: Resources) -> int:
-    """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
-    cluster = ray.cluster_resources()
+def _check_dp(resources: Resources, cluster: dict[str, float]) -> None:
     if resources.parallel == "dp" and not cluster.get("GPU"):
         raise TunerError(
             "parallel = 'dp' runs nn.DataParallel over GPUs, and the Ray cluster has none; use "
             "--parallel ddp --workers N to train one trial over several CPU processes"
         )
+
+
+def gpu_plan(resources: Resources, measured: packing.Measured | None, unmeasured: str) -> packing.GpuPlan:
+    """gpus_per_worker as the trials will run with it (`auto` resolved by tuner/execution/packing.py
+    from the cluster's GPUs and CPUs and the smoke step's measurement), and why."""
+    cluster = ray.cluster_resources()
+    _check_dp(resources, cluster)
+    per_node = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node.get("Alive")]
+    return packing.plan(
+        resources.gpus_per_worker,
+        workers=resources.workers,
+        parallel=resources.parallel,
+        cpus_per_worker=resources.cpus_per_worker,
+        cluster=packing.ClusterGpus(cluster.get("GPU", 0.0), cluster.get("CPU", 0.0), max(per_node, default=0.0)),
+        measured=measured,
+        unmeasured=unmeasured,
+    )
+
+
+def gpu_sharing(resources: Resources) -> str | None:
+    """How trials share the GPUs, as the live view's status line says it; None when they don't."""
+    gpus = resources.gpus_per_worker
+    if isinstance(gpus, str) or not 0 < gpus < 1:
+        return None
+    return f"{math.floor(1 / gpus + 1e-9)} trials per GPU"
+
+
+def trials_that_fit(resources: Resources) -> int:
+    """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
+    cluster = ray.cluster_resources()
+    _check_dp(resources, cluster)
     fits = math.inf
     for resource, per_worker, flag in (
         ("CPU", resources.cpus_per_worker, "--cpus-per-worker"),
-        ("GPU", resources.gpus_per_worker, "--gpus-per-worker"),
+        ("GPU", resources.gpus, "--gpus-per-worker"),
     ):
         if per_worker <= 0:
             continue
@@ -101,6 +130,7 @@ def new_tuner(
                 spec.budget.epochs,
                 time_budget=spec.budget.time_budget,
                 stop=spec.budget.stop,
+                gpu_sharing=gpu_sharing(spec.resources),
             )
         )
     if options.mlflow:

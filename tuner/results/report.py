@@ -45,6 +45,8 @@ RUN_COLUMNS = [
     "diverged",
     "world_size",
     "precision",
+    "device",
+    "gpu_peak_gib",
     "samples_per_s",
     "time_total_s",
     "reported_at",
@@ -122,7 +124,15 @@ def _history(frame: pd.DataFrame, trial_id: str, params: list[str], metrics: lis
         history[key] = history[key].map(_cell)
     history.insert(0, "trial_id", trial_id)
     # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
-    history = history.astype({"restored_from": "string", "restored_epoch": "Int64", "epoch": "Int64"})
+    history = history.astype(
+        {
+            "restored_from": "string",
+            "restored_epoch": "Int64",
+            "epoch": "Int64",
+            "device": "string",
+            "gpu_peak_gib": float,
+        }
+    )
     return history[~_superseded(history, trial_id)].reset_index(drop=True)
 
 
@@ -193,6 +203,10 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics:
     row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
     row["epochs"] = epochs_run
     row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
+    # Where it trained (cpu, cuda:0) and its most GPU memory in any epoch (rank 0's; NaN on the CPU).
+    row["device"] = last["device"] if last is not None and pd.notna(last["device"]) else ""
+    peaks = pd.to_numeric(history["gpu_peak_gib"], errors="coerce")
+    row["gpu_peak_gib"] = float(peaks.max()) if peaks.notna().any() else math.nan
     row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
     row["trial_dir"] = trial.storage.trial_fs_path
     return row
@@ -263,6 +277,17 @@ def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:
 
 def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> pd.DataFrame:
     """The columns that rank trials, top trials first."""
-    columns = ["rank", "trial_id", "status", *params, best_column(metric), "best_epoch", "epochs", "time_s"]
+    columns = [
+        "rank",
+        "trial_id",
+        "status",
+        *params,
+        best_column(metric),
+        "best_epoch",
+        "epochs",
+        "time_s",
+        "device",
+        "gpu_peak_gib",
+    ]
     shown = trials[[c for c in columns if c in trials.columns]]
     return shown if top is None else shown.head(top)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tuner.settings import budgets
 from tuner.settings.declaration import check, required, setting
-from tuner.settings.kinds import Name, Names, Number, OneOf, Parsed, Whole
+from tuner.settings.kinds import AUTO, Name, Names, Number, NumberOrAuto, OneOf, Parsed, Whole
 
 MODES = ("min", "max")
 SEARCHES = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
@@ -75,13 +75,30 @@ class Resources:
         "a trial on the CPU trains in fp32 whatever this says",
     )
     cpus_per_worker: float = setting(1.0, Number(0, inclusive=False), "CPUs of each worker")
-    gpus_per_worker: float = setting(0.0, Number(0), "GPUs of each worker (a fraction shares a GPU between trials)")
+    gpus_per_worker: float | str = setting(
+        AUTO,
+        NumberOrAuto(0),
+        "GPUs of each worker (a fraction shares a GPU between trials); auto: trials share the cluster's GPUs "
+        "by the memory the smoke step measured, or train on the CPU where the cluster has no GPU",
+    )
     max_concurrent: int | None = setting(
         None, Whole(1), "trials at once (default: as many as the cluster fits)", optional=True
     )
 
     def __post_init__(self) -> None:
         check(self)
+
+    @property
+    def gpus_auto(self) -> bool:
+        """gpus_per_worker is `auto`: the driver resolves it to a number before the first trial."""
+        return self.gpus_per_worker == AUTO
+
+    @property
+    def gpus(self) -> float:
+        """gpus_per_worker as the trials run with it: a number, once the driver has resolved `auto`."""
+        if isinstance(self.gpus_per_worker, str):
+            raise ValueError("gpus_per_worker is 'auto' until the driver resolves it (tuner/execution/packing.py)")
+        return float(self.gpus_per_worker)
 
     @property
     def in_process(self) -> bool:

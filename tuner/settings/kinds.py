@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+AUTO = "auto"
+
 
 class Kind:
     """A kind of value. `expect` completes "must be ..."; `accepts` checks a value; `parse` reads the
@@ -74,6 +76,26 @@ class Number(Kind):
             return float(text)
         except ValueError:
             raise ValueError(f"{text!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class NumberOrAuto(Number):
+    """A number, or `auto`: tuner decides once it knows the cluster (and what the smoke step measured)."""
+
+    @property
+    def expect(self) -> str:  # type: ignore[override]
+        return f"'auto' or {super().expect}"
+
+    def accepts(self, value: Any) -> bool:
+        return value == AUTO if isinstance(value, str) else super().accepts(value)
+
+    def parse(self, text: str) -> float | str:  # type: ignore[override]
+        if text.strip() == AUTO:
+            return AUTO
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is neither 'auto' nor a number") from None
 
 
 @dataclass(frozen=True)

@@ -266,13 +266,14 @@ def _check_parallel(space: ExperimentSpec) -> None:
                 "parallel = 'dp' is one process over the trial's GPUs: set workers = 1 and "
                 "gpus_per_worker = N, or use parallel = 'ddp' for several workers",
             )
-        if resources.gpus_per_worker < 1:
+        # `auto` gives a dp trial whole GPUs (tuner/execution/packing.py); the resolved spec is checked again.
+        if not resources.gpus_auto and resources.gpus_per_worker < 1:  # type: ignore[operator]
             _fail(
                 space,
                 "parallel = 'dp' runs nn.DataParallel over GPUs: set gpus_per_worker to the trial's number "
                 "of GPUs (>= 1), or use parallel = 'ddp' with workers = N on CPUs",
             )
-    elif resources.workers > 1 and 0 < resources.gpus_per_worker < 1:
+    elif resources.workers > 1 and not resources.gpus_auto and 0 < resources.gpus_per_worker < 1:  # type: ignore[operator]
         # ray-project/ray#48012: NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
         _fail(
             space,

@@ -44,6 +44,9 @@ class ExperimentMeta:
     # What ended the latest run before every trial had ended, when it was --stop or the time budget, in
     # words ("val_acc>=0.5 reached by trial 1a2b3_00004"); None otherwise (every trial ended, or Ctrl-C)
     stopped_by: str | None = None
+    # How the trials got GPUs: gpus_per_worker as set ("auto" or a number), as resolved (also in
+    # `resources`), trials per GPU, why in words, and the smoke step's measurement (tuner/execution/packing.py)
+    gpus: dict[str, Any] | None = None
     unknown: dict[str, Any] = field(default_factory=dict, compare=False)  # fields of a newer tuner
 
 

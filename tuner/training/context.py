@@ -36,7 +36,7 @@ from torch.utils.data import (
 )
 
 from tuner.data.splits import Split, Splits, TensorPair, is_tensor_pair, split_size
-from tuner.training import precision
+from tuner.training import gpu_memory, precision
 from tuner.training.batches import SlicedBatches
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig
 from tuner.training.parallel import strategy
@@ -202,6 +202,7 @@ class TrialContext:
         self.start_epoch = restored["epoch"] + 1 if restored else 1
         self.epoch = self.start_epoch  # the epoch being trained: the next report is for it
         self._lineage = {"restored_from": restored["trial_id"], "restored_epoch": restored["epoch"]} if restored else {}
+        gpu_memory.reset_peak(self.device)  # this trial's peak, not an earlier one's in the same process
 
     def restore(self) -> Any | None:
         """The checkpoint to resume from (this trial's latest after a retry or resume, a PBT donor's after
@@ -359,6 +360,8 @@ class TrialContext:
         row.update({"epoch": epoch, "reported_at": time.time(), RESULT_KEY: self.config.reported(), **self._lineage})
         row.setdefault("world_size", self.world_size)
         row.setdefault("precision", self.precision.name)  # what the trial trained in: fp32 on a CPU
+        row.setdefault("device", str(self.device))
+        row.setdefault("gpu_peak_gib", gpu_memory.peak_gib(self.device))  # NaN on the CPU
         self._lineage = {}  # reported with the first epoch after a restore only
         with tempfile.TemporaryDirectory() as directory:
             saved = None

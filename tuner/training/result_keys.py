@@ -16,4 +16,6 @@ BOOKKEEPING = (
     "restored_epoch",
     "samples_per_s",
     "diverged",
+    "device",
+    "gpu_peak_gib",
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
+from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup
 from tuner.training.result_keys import BOOKKEEPING
 from tuner.training.trial import Parts, run_trial_loop
@@ -27,6 +28,7 @@ class _FirstReport(Exception):
 class SmokeResult:
     metrics: dict[str, Any]  # the first report
     seconds: float
+    gpu_peak_bytes: int | None = None  # the step's peak GPU memory; None on the CPU
 
 
 def smoke_test(
@@ -46,6 +48,7 @@ def smoke_test(
         reports.append(metrics)
         raise _FirstReport
 
+    gpu_memory.reset_peak(setup.device)
     started = time.perf_counter()
     try:
         run_trial_loop(parts, config, replace(setup, max_batches=1), data=data, trial_id="smoke", report=report)
@@ -64,7 +67,7 @@ def smoke_test(
             f"space {space}: train_loop returned without calling ctx.report; report each epoch's "
             "metrics with ctx.report({...}) so the search can rank the trials"
         )
-    return SmokeResult(reports[0], time.perf_counter() - started)
+    return SmokeResult(reports[0], time.perf_counter() - started, gpu_memory.peak_bytes(setup.device))
 
 
 def check_reported(space: str, reported: dict[str, Any], metric: str, what: str = "metric") -> None:
