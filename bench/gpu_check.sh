@@ -27,7 +27,7 @@ out=$(mktemp -d)
 
 if python3 -c "import pytest" 2>/dev/null; then
   timeout 120 python3 -m pytest --noconftest -p no:cacheprovider -q -rs \
-    tests/training/test_gpu.py tests/training/test_gpu_data_precision.py tests/training/test_parallel.py 2>&1 | tail -40; tests=${PIPESTATUS[0]}
+    tests/training/test_gpu.py tests/training/test_gpu_data_precision.py tests/training/test_parallel.py tests/execution/test_gpu_share.py 2>&1 | tail -40; tests=${PIPESTATUS[0]}
 else
   timeout 120 python3 tests/training/test_gpu.py; tests=$?
 fi
