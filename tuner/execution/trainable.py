@@ -74,7 +74,7 @@ def device_for(resources: Resources) -> torch.device:
     """Where a one-process trial (and the smoke step) trains: its GPU when it asked for one (or `auto`,
     in the smoke step: the driver's GPU measures what a trial needs) and one is there. A trial without
     a GPU never asks CUDA anything."""
-    wants_gpu = resources.gpus_auto or resources.gpus_per_worker > 0  # type: ignore[operator]
+    wants_gpu = resources.gpus_auto or resources.gpus > 0
     return torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
 
 
