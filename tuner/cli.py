@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner.command import install_command, script_command, tuner_command
+from tuner.command import tuner_command, with_extra
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column
@@ -353,22 +353,14 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
         print(f"  as flags:   {flags}")
     print(f"html report:  {tuner_command()} report {path} --html")
     experiment, notebook = shlex.quote(path), shlex.quote(str(NOTEBOOKS / "quick_look.ipynb"))
-    jupyter = _with_extra("notebook", "jupyter-lab", lambda lab: f"TUNER_EXPERIMENT={experiment} {lab} {notebook}")
-    print(f"notebook:     {jupyter}")
-    print(f"tensorboard:  {_with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}")
-
-
-def _with_extra(extra: str, script: str, command: Callable[[str], str]) -> str:
-    """The command that runs `script`, which an optional extra provides, preceded by the extra's install
-    command where it is not installed yet (the script then named by the path it will have)."""
-    name = script_command(script)
-    if name == "jupyter-lab":
-        name = "jupyter lab"  # as JupyterLab is typed; `jupyter` finds jupyter-lab on the same PATH
-    if name is not None:
-        return command(name)
-    return (
-        f"{install_command(extra)}, then {command(shlex.quote(str(Path(sys.executable).parent.absolute() / script)))}"
+    # JupyterLab is typed `jupyter lab`, which finds jupyter-lab on the same PATH.
+    jupyter = with_extra(
+        "notebook",
+        "jupyter-lab",
+        lambda lab: f"TUNER_EXPERIMENT={experiment} {'jupyter lab' if lab == 'jupyter-lab' else lab} {notebook}",
     )
+    print(f"notebook:     {jupyter}")
+    print(f"tensorboard:  {with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}")
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -12,16 +12,25 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 
+def _python() -> str:
+    return shlex.quote(str(Path(sys.executable).absolute()))
+
+
+def _installed_script(name: str) -> Path:
+    return Path(sys.executable).parent / name
+
+
 def script_command(name: str) -> str | None:
     """`name` when the one on PATH is this installation's script, else the script's absolute path;
     None when this installation has no such script (its extra is not installed)."""
-    installed = Path(sys.executable).parent / name
+    installed = _installed_script(name)
     if not installed.is_file():
         return None
     on_path = shutil.which(name)
@@ -33,12 +42,12 @@ def script_command(name: str) -> str | None:
 @cache
 def tuner_command() -> str:
     """`tuner`, `/abs/.venv/bin/tuner` or `/abs/python -m tuner`: whichever runs this installation."""
-    return script_command("tuner") or f"{shlex.quote(str(Path(sys.executable).absolute()))} -m tuner"
+    return script_command("tuner") or f"{_python()} -m tuner"
 
 
 def ray_command() -> str:
     """Ray's CLI of this installation (Ray is a dependency, so its script sits beside tuner's)."""
-    return script_command("ray") or f"{shlex.quote(str(Path(sys.executable).absolute()))} -m ray.scripts.scripts"
+    return script_command("ray") or f"{_python()} -m ray.scripts.scripts"
 
 
 def _installed_from() -> tuple[str, bool] | None:
@@ -62,9 +71,19 @@ def install_command(extra: str) -> str:
     """The pip command that adds `extra` to this installation, from any folder: this interpreter's pip,
     and the folder tuner was installed from (editably where it runs from it), since tuner installs from
     source."""
-    pip = script_command("pip") or f"{shlex.quote(str(Path(sys.executable).absolute()))} -m pip"
+    pip = script_command("pip") or f"{_python()} -m pip"
     source = _installed_from()
     if source is None:
         return f"{pip} install {shlex.quote(f'tuner[{extra}]')}"
     folder, editable = source
     return f"{pip} install {'-e ' if editable else ''}{shlex.quote(f'{folder}[{extra}]')}"
+
+
+def with_extra(extra: str, script: str, command: Callable[[str], str], *, usable: bool = True) -> str:
+    """`command(script)` for a tool that an optional extra provides, preceded by the extra's install
+    command where this installation lacks it, or has it but cannot use it (`usable`: mlflow-skinny has
+    an `mlflow` script whose UI fails); the script is then named by the path the install gives it."""
+    name = script_command(script) if usable else None
+    if name is not None:
+        return command(name)
+    return f"{install_command(extra)}, then {command(shlex.quote(str(_installed_script(script).absolute())))}"

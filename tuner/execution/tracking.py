@@ -9,11 +9,10 @@ its event files into every trial directory through tensorboardX; `tensorboard` i
 import importlib.util
 import logging
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
-from tuner.command import install_command, script_command
+from tuner.command import install_command, with_extra
 from tuner.errors import TunerError
 from tuner.settings.run import DEFAULT_MLFLOW_STORE
 
@@ -56,11 +55,10 @@ def check_installed() -> None:
 def ui_command(uri: str) -> str:
     """The command that shows the store in MLflow's UI, preceded by the install command where this
     installation has only mlflow-skinny (its `mlflow ui` fails: No module named 'flask')."""
-    mlflow = script_command("mlflow")
-    if mlflow is not None and importlib.util.find_spec("flask") is not None:
-        return f"{mlflow} ui --backend-store-uri {shlex.quote(uri)}"
-    installed = shlex.quote(str(Path(sys.executable).parent.absolute() / "mlflow"))
-    return f"{install_command('mlflow')}, then {installed} ui --backend-store-uri {shlex.quote(uri)}"
+    usable = importlib.util.find_spec("flask") is not None
+    return with_extra(
+        "mlflow", "mlflow", lambda mlflow: f"{mlflow} ui --backend-store-uri {shlex.quote(uri)}", usable=usable
+    )
 
 
 def mlflow_callback(uri: str, experiment_name: str) -> Any:
