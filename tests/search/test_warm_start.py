@@ -125,3 +125,9 @@ def test_random_with_every_config_run_is_one_line():
 
 def dataclass_replace_samples(spec: ExperimentSpec, num_samples: int) -> ExperimentSpec:
     return spec.with_overrides(num_samples=num_samples)
+
+
+def test_a_quantized_range_keeps_only_values_on_its_step():
+    space = {"lr": tune.quniform(0.1, 1.0, 0.1), "units": tune.qrandint(8, 64, 8)}
+    warm = warm_start.fit(_earlier({"lr": 0.3, "units": 16}, {"lr": 0.35, "units": 20}), space)
+    assert warm.configs == [{"lr": 0.3, "units": 16}]

@@ -96,14 +96,28 @@ def fitted(domain: Any, value: Any) -> tuple[bool, Any]:
         match = [candidate for candidate in candidates if _same(candidate, value)]
         return (True, match[0]) if match else (False, None)
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(domain, (Float, Integer)) and not (number and _on_step(domain, value)):
+        return False, None
     if isinstance(domain, Float):
-        return (number and domain.lower <= value <= domain.upper), value
+        return domain.lower <= value <= domain.upper, value
     if isinstance(domain, Integer):  # tune.randint's upper bound is exclusive
-        whole = number and float(value).is_integer()
+        whole = float(value).is_integer()
         return (whole and domain.lower <= value < domain.upper), int(value) if whole else None
     if isinstance(domain, Domain):  # tune.sample_from and the like: nothing to check a value against
         return False, None
     return _same(domain, value), domain
+
+
+def _on_step(domain: Any, value: float) -> bool:
+    """A quantized range (tune.quniform, tune.qrandint) holds only multiples of its step from its lower
+    bound, as optuna's distributions count them."""
+    from ray.tune.search.sample import Quantized
+
+    sampler = domain.get_sampler()
+    if not isinstance(sampler, Quantized):
+        return True
+    steps = (value - domain.lower) / sampler.q
+    return abs(steps - round(steps)) < 1e-6
 
 
 def searched(param_space: dict[str, Any]) -> dict[str, Any]:
