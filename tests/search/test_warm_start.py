@@ -131,3 +131,21 @@ def test_a_quantized_range_keeps_only_values_on_its_step():
     space = {"lr": tune.quniform(0.1, 1.0, 0.1), "units": tune.qrandint(8, 64, 8)}
     warm = warm_start.fit(_earlier({"lr": 0.3, "units": 16}, {"lr": 0.35, "units": 20}), space)
     assert warm.configs == [{"lr": 0.3, "units": 16}]
+
+
+def test_a_warm_started_optuna_runs_the_earlier_best_config_first_and_extend_does_not():
+    space = {"lr": tune.loguniform(1e-4, 1e-1), "hidden": tune.choice([32, 64, 128])}
+    spec = ExperimentSpec.of(
+        "tiny", metric="val_loss", mode="min", param_space=space, model="mlp", dataset="digits", search="optuna"
+    )
+    earlier = _earlier(
+        {"lr": 1e-3, "hidden": 64}, {"lr": 3e-2, "hidden": 128}, {"lr": 5e-3, "hidden": 32}, scores=[0.4, 0.2, 0.3]
+    )
+    warm = plan(spec, seed=0, earlier=earlier)
+    assert warm.notices[-1].endswith("its best config runs first")
+    algorithm = warm.search_algorithm(0)
+    algorithm.set_search_properties("val_loss", "min", space)
+    assert algorithm.suggest("t1") == {"lr": 3e-2, "hidden": 128}  # the lowest val_loss: mode min
+    extended = plan(spec, seed=0, earlier=earlier, extend=True).search_algorithm(0)
+    extended.set_search_properties("val_loss", "min", space)
+    assert extended.suggest("t1") not in [trial.config for trial in earlier.trials]

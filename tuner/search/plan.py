@@ -72,6 +72,8 @@ def plan(
         except TunerError as error:
             raise TunerError(f"space {spec.name}: {error}") from None
         warm = warm_start.fit(earlier, searchers.tuner_space(tuning.search, spec.param_space))
+        if tuning.search == "optuna" and not extend:
+            warm = dataclasses.replace(warm, best_first=True, notice=f"{warm.notice}; its best config runs first")
         if tuning.search == "random" and axes is not None:
             already_run = len(warm_start.skipped(axes, warm))
             if already_run >= searchers.distinct_configs(axes):

@@ -5,7 +5,10 @@ The earlier trials come in as plain (config, best score) pairs read by the resul
 fitted to the new space and handed to the searcher:
 
 optuna    every earlier trial becomes a COMPLETE trial of the study (optuna's `create_trial`) before
-          the first suggestion, so TPE models them at once. Ray's own `evaluated_rewards` cannot take a
+          the first suggestion, so TPE models them at once; under `--warm-start` (not `extend`, which
+          never runs a config again) the earlier best config is enqueued to run first, as optuna's own
+          advice for known good parameters (`enqueue_trial`): on a changed space it checks that the best
+          still holds, with the new keys sampled. Ray's own `evaluated_rewards` cannot take a
           trial that lacks one of the space's keys (optuna wants every distribution of the space), so
           the study is built here, in an in-memory storage that `OptunaSearch(storage=...)` loads.
 random    over a finite space (grid axes and choices only): the configs already run are skipped, the
@@ -53,6 +56,7 @@ class WarmStart:
     source: str  # the earlier experiment, as the user named it
     trials: tuple[Evaluated, ...]  # fitted: only the space's searched keys, every value inside its domain
     notice: str  # the one line printed before the first trial
+    best_first: bool = False  # optuna runs the earlier best config first (`--warm-start`, not `extend`)
 
     @property
     def configs(self) -> list[dict[str, Any]]:
@@ -219,7 +223,18 @@ def optuna_storage(warm: WarmStart, param_space: dict[str, Any], objectives: lis
                 values=list(trial.scores),
             )
         )
+    if warm.best_first and (best := best_trial(warm, objectives[0][1])) is not None:
+        study.enqueue_trial({key: value for key, value in best.config.items() if key in distributions})
     return storage
+
+
+def best_trial(warm: WarmStart, mode: str) -> Evaluated | None:
+    """The earlier trial with the best primary score (the first of equals)."""
+    scored = [trial for trial in warm.trials if math.isfinite(trial.scores[0])]
+    if not scored:
+        return None
+    pick = max if mode == "max" else min
+    return pick(scored, key=lambda trial: trial.scores[0])
 
 
 def skipped(axes: dict[str, list[Any]], warm: WarmStart | None) -> set[int]:
