@@ -100,7 +100,8 @@ def main() -> None:
                 "warm / cold": warm_to / (cold_to if math.isfinite(cold_to) else budget),
             }
         )
-        print(f"seed {seed}: {time.perf_counter() - started:.0f} s; {rows[-1]}", flush=True)
+        said = ", ".join(f"{key} {value:.4g}" for key, value in rows[-1].items() if key != "seed")
+        print(f"seed {seed}: {time.perf_counter() - started:.0f} s; {said}", flush=True)
     table = pd.DataFrame(rows)
     print(
         f"\n{args.seeds} seeds, digits CNN, {args.epochs} epochs per trial; first: {args.first} trials, each second "
