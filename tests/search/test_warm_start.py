@@ -149,3 +149,8 @@ def test_a_warm_started_optuna_runs_the_earlier_best_config_first_and_extend_doe
     extended = plan(spec, seed=0, earlier=earlier, extend=True).search_algorithm(0)
     extended.set_search_properties("val_loss", "min", space)
     assert extended.suggest("t1") not in [trial.config for trial in earlier.trials]
+
+
+def test_extending_an_experiment_whose_searcher_takes_no_results_is_one_line():
+    with pytest.raises(TunerError, match=r"extend needs an experiment searched by optuna, random or grid .*HyperOpt"):
+        warm_start.check("hyperopt", SPACE, finite=False, extend=True)

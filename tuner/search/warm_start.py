@@ -143,6 +143,11 @@ def check(search: str, param_space: dict[str, Any], finite: bool, extend: bool =
             "hyperopt": "Ray's HyperOptSearch takes earlier configs only to run them again, not their results",
             "bohb": "Ray's TuneBOHB takes earlier configs only to run them again, not their results",
         }.get(search, f"{search} takes no earlier results")
+        if extend:
+            raise TunerError(
+                f"extend needs an experiment searched by optuna, random or grid (whose searchers take the trials "
+                f"so far): {why}; start a new one with `tuner run --search optuna --warm-start <this experiment>`"
+            )
         raise TunerError(
             f"{what} needs --search optuna (it learns from the earlier trials) or random over a finite space "
             f"(it skips configs already run): {why}"
