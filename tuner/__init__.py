@@ -1,6 +1,6 @@
 """tuner: hyperparameter search for PyTorch on Ray Tune.
 
-`python -m tuner run|resume|report|list|submit` is the command line. From Python:
+`python -m tuner run|resume|extend|report|list|submit` is the command line. From Python:
 
     import tuner
 
@@ -37,6 +37,7 @@ __all__ = [
     "TrialStatus",
     "Tuning",
     "TunerError",
+    "extend",
     "load",
     "load_space",
     "resume",
@@ -56,6 +57,7 @@ _LOCATIONS = {
     "Outcome": ("tuner.driver", "Outcome"),
     "run": ("tuner.driver", "run"),
     "resume": ("tuner.driver", "resume"),
+    "extend": ("tuner.driver", "extend"),
     "Experiment": ("tuner.results.analysis", "Experiment"),
     "load": ("tuner.results.analysis", "load"),
     "TrialStatus": ("tuner.results.status", "TrialStatus"),
@@ -64,7 +66,7 @@ _LOCATIONS = {
 }
 
 if TYPE_CHECKING:
-    from tuner.driver import Outcome, resume, run
+    from tuner.driver import Outcome, extend, resume, run
     from tuner.errors import TunerError
     from tuner.results.analysis import Experiment, load
     from tuner.results.status import SCORED, TrialStatus

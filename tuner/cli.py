@@ -1,4 +1,4 @@
-"""`tuner run|resume|report|list|submit`: every user mistake becomes one line on stderr and exit code 2."""
+"""`tuner run|resume|extend|report|list|submit`: every user mistake becomes one line on stderr and exit code 2."""
 
 import argparse
 import contextlib
@@ -150,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run_cmd = commands.add_parser("run", help="run an experiment from a space module")
     _add_experiment_arguments(run_cmd)
-    _add_settings(run_cmd, RunOptions, only=("storage_path",))
+    _add_settings(run_cmd, RunOptions, only=("storage_path", "warm_start"))
     _add_settings(run_cmd, Cluster)
 
     submit_cmd = commands.add_parser("submit", help="submit an experiment to a Ray cluster as a Ray Job")
@@ -176,6 +176,22 @@ def _parser() -> argparse.ArgumentParser:
     _add_settings(resume_cmd, RunOptions, only=("data_dir",))
     _add_settings(resume_cmd, Cluster, only=("address",))
     _add_output_flags(resume_cmd)
+
+    extend_cmd = commands.add_parser("extend", help="add trials to a finished experiment")
+    extend_cmd.add_argument(
+        "experiment",
+        nargs="?",
+        help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
+    )
+    extend_cmd.add_argument(
+        "--num-samples",
+        required=True,
+        type=_value_of("num_samples", Setting(Whole(1), "")),
+        help="trials to add; the search starts from the experiment's trials so far",
+    )
+    _add_settings(extend_cmd, RunOptions, only=("data_dir",))
+    _add_settings(extend_cmd, Cluster, only=("address",))
+    _add_output_flags(extend_cmd)
 
     report_cmd = commands.add_parser("report", help="print the ranked trials of an experiment")
     report_cmd.add_argument(
@@ -284,6 +300,13 @@ def _resume(args: argparse.Namespace) -> int:
 
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
     return _summarize(resume(_experiment(args), options))
+
+
+def _extend(args: argparse.Namespace) -> int:
+    from tuner.driver import extend
+
+    options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
+    return _summarize(extend(_experiment(args), args.num_samples, options))
 
 
 def _summarize(outcome: "Outcome") -> int:
@@ -448,7 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    command = {"run": _run, "submit": _submit, "resume": _resume, "report": _report, "list": _list}[args.command]
+    command = {"run": _run, "submit": _submit, "resume": _resume, "extend": _extend, "report": _report, "list": _list}[
+        args.command
+    ]
     try:
         with _log_to_console(quiet=getattr(args, "quiet", False)):
             return command(args)

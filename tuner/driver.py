@@ -14,12 +14,14 @@ from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
+from tuner.results import earlier as earlier_trials
 from tuner.results import report
+from tuner.results.status import UNFINISHED
 from tuner.search.plan import SearchPlan
 from tuner.search.plan import plan as search_plan
 from tuner.settings import RunOptions
 from tuner.spec import space as space_modules
-from tuner.spec.param_space import flat_keys
+from tuner.spec.param_space import flat_keys, is_constant
 from tuner.spec.space import ExperimentSpec
 from tuner.storage import filesystem, saved_state
 from tuner.storage import meta as meta_file
@@ -46,7 +48,11 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     if options.mlflow:
         tracking.check_installed()
         options = dataclasses.replace(options, mlflow=tracking.store(options.mlflow, storage_path))
-    plan = search_plan(spec, options.seed)
+    earlier = None
+    if options.warm_start:
+        objectives = [(spec.objective.metric, spec.objective.mode)]
+        _, earlier = earlier_trials.read(filesystem.normalize(options.warm_start), objectives)
+    plan = search_plan(spec, options.seed, earlier)
     for notice in plan.notices:
         log.info("tuner: %s", notice)
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
@@ -99,10 +105,90 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
             tuner = tune_run.restored_tuner(experiment_path, setup)
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
             meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None, stopped_by=None))
-            unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
+            unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
         trials = report.write(experiment_path)
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
+
+
+def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOptions()) -> Outcome:
+    """Add `num_samples` trials to a finished experiment; its finished trials are not run again.
+
+    The extension is a Ray Tune run of its own in the same directory (its trials beside the others,
+    its own `experiment_state-*.json`), its searcher warm-started from every scored trial so far:
+    optuna learns from them, random (and grid, which runs as random here: a grid has run whole) skips
+    the configs already run over a finite space, else draws new ones with another seed. tuner.json
+    records it (`extensions`, `total_trials`), and the report reads the trials of every run
+    (tuner/results/report.py); `tuner resume` continues an interrupted extension. Of `options`, the
+    cluster, the output and `data_dir` apply; the rest is the experiment's own."""
+    experiment_path = filesystem.normalize(experiment_path)
+    meta = report.load_meta(experiment_path)
+    spec = _spec_of(meta, experiment_path, "extend")
+    if torn := saved_state.cut_short(experiment_path):
+        raise TunerError(f"cannot extend {experiment_path}: Ray's saved state {torn} is cut short")
+    trials, _ = report.read_tables(experiment_path)
+    if set(report.tally(trials, meta)) & set(UNFINISHED):
+        raise TunerError(
+            f"{experiment_path} has trials still to run ({report.describe(report.tally(trials, meta))}); "
+            f"finish them first with `{tuner_command()} resume {experiment_path}`, then extend it"
+        )
+    search = "random" if meta.tuning.search == "grid" else meta.tuning.search
+    # The experiment as it ran: its settings from tuner.json, its fixed keys pinned as they were.
+    spec = dataclasses.replace(
+        spec.with_overrides(fixed=meta.fixed),
+        objective=meta.objective,
+        budget=dataclasses.replace(meta.budget, num_samples=num_samples),
+        resources=meta.resources,
+        tuning=dataclasses.replace(meta.tuning, search=search),
+    )
+    _, earlier = earlier_trials.read(experiment_path, [(meta.objective.metric, meta.objective.mode)])
+    # Another seed per extension: the same one would draw the configs the first run drew.
+    seed = meta.seed + len(meta.extensions) + 1
+    plan = search_plan(spec, seed, earlier, extend=True)
+    if meta.tuning.search == "grid":
+        log.info("tuner: extend: the grid has run whole; the new trials are random draws of the same space")
+    for notice in plan.notices:
+        log.info("tuner: %s", notice)
+    storage_path, name = experiment_path.rsplit("/", 1)
+    ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
+    with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
+        loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
+        with connect(
+            options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
+        ):
+            ready = loaded()
+            max_concurrent = spec.resources.max_concurrent or tune_run.trials_that_fit(spec.resources)
+            tune_run.pickle_by_value(spec.local_modules)
+            extension = {
+                "num_samples": num_samples,
+                "trials": plan.total_trials,
+                "search": plan.tuning.search,
+                "seed": seed,
+                "started_at": time.time(),
+                "previous_state": saved_state.newest_state(experiment_path),
+            }
+            meta = dataclasses.replace(
+                meta,
+                total_trials=report.total_trials(trials, meta) + plan.total_trials,
+                extensions=[*meta.extensions, extension],
+                ended_at=None,
+                stopped_by=None,
+            )
+            meta_file.write(experiment_path, meta)
+            setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
+            run_options = dataclasses.replace(options, seed=meta.seed)
+            tuner = tune_run.new_tuner(spec, plan, run_options, setup, name, storage_path, max_concurrent)
+            unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
+        trials = report.write(experiment_path)
+    ended = meta_file.read(experiment_path)
+    return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
+
+
+def _latest_run(meta: ExperimentMeta) -> ExperimentMeta:
+    """The meta as the latest Ray run sees it: an extension's run has only its own trials."""
+    if not meta.extensions:
+        return meta
+    return dataclasses.replace(meta, total_trials=meta.extensions[-1]["trials"])
 
 
 def _new_experiment_path(storage_path: str, name: str) -> str:
@@ -134,6 +220,8 @@ def _meta(spec: ExperimentSpec, plan: SearchPlan, options: RunOptions) -> Experi
         seed=options.seed,
         started_at=time.time(),
         total_trials=plan.total_trials,
+        fixed={key: value for key, value in spec.param_space.items() if is_constant(value)},
+        warm_start={"from": plan.warm.source, "trials": len(plan.warm.trials)} if plan.warm is not None else None,
     )
 
 
@@ -144,11 +232,11 @@ def _describe(part: object) -> str | None:
     return f"{getattr(part, '__qualname__', type(part).__name__)} (own)"
 
 
-def _spec_of(meta: ExperimentMeta, experiment_path: str) -> ExperimentSpec:
+def _spec_of(meta: ExperimentMeta, experiment_path: str, verb: str = "resume") -> ExperimentSpec:
     """The experiment's space module, loaded again: its code is what the trials run."""
     if not Path(meta.source).is_file():
         raise TunerError(
-            f"cannot resume {experiment_path}: its space module {meta.source or '(unknown)'} is gone; put "
+            f"cannot {verb} {experiment_path}: its space module {meta.source or '(unknown)'} is gone; put "
             "it back where it was (trials run its code), or start again with `tuner run`"
         )
     return space_modules.load(meta.source)

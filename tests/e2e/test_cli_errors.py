@@ -54,6 +54,11 @@ SPACE_FILES = {
         (["run", "digits_mlp", "--space", "digits_cnn"], "either as an argument or with --space"),
         (["report", "not_an_experiment"], "is not a tuner experiment"),
         (["resume", "not_an_experiment"], "is not a tuner experiment"),
+        (["run", "--warm-start", "absent_dir"], "absent_dir does not exist"),
+        (["run", "--warm-start", "not_an_experiment"], "is not a tuner experiment"),
+        (["extend", "not_an_experiment", "--num-samples", "2"], "is not a tuner experiment"),
+        (["extend", "not_an_experiment"], "the following arguments are required: --num-samples"),
+        (["extend", "not_an_experiment", "--num-samples", "0"], "argument --num-samples: must be an integer >= 1"),
         (["run", "--time-budget", "abc"], "time budget 'abc' is not a duration; write e.g. 90s, 30m"),
         (
             ["run", "--stop", "accuracy>0.9"],

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
+from tuner.cli import main
 from tuner.ray_compat import PICKLED_BY_PATH
 from tuner.results import analysis
 
@@ -52,13 +54,18 @@ def test_rays_saved_state_names_only_tuners_stable_module_paths(grid_run):
     """Ray pickles some of tuner's classes into the experiment by module path; `tuner resume` and
     `tuner report` import those paths again, so they are the stable ones (tuner.ray_compat)."""
     _, experiment = grid_run
+    named = _tuner_modules_named(experiment)
+    assert named and named <= set(PICKLED_BY_PATH), named - set(PICKLED_BY_PATH)
+
+
+def _tuner_modules_named(experiment: Path) -> set[str]:
     named = set()
     for path in experiment.iterdir():
         if path.is_file():
             data = path.read_bytes()
             blobs = [data, *(bytes.fromhex(h.decode()) for h in re.findall(rb"(?:[0-9a-f]{2}){100,}", data))]
             named |= {m.decode() for blob in blobs for m in re.findall(rb"tuner\.[A-Za-z_.]+", blob)}
-    assert named and named <= set(PICKLED_BY_PATH), named - set(PICKLED_BY_PATH)
+    return named
 
 
 def test_history_has_one_row_per_trial_per_epoch(grid_run):
@@ -308,3 +315,94 @@ def test_report_on_a_killed_experiment(workdir):
     assert trials["epochs"].max() >= 1 and (trials["epochs"] < 400).all()
     # Every epoch in the report is one that a trial wrote to result.json before the kill.
     assert len(history) == trials["epochs"].sum() <= _epochs_recorded(experiment)
+
+
+# The tiny grid's space, changed: lr now a range that leaves out the grid's 0.01, hidden wider.
+WARM_SPACE = """
+from ray import tune
+model = "mlp"
+dataset = "digits"
+metric = "val_acc"
+mode = "max"
+epochs = 2
+param_space = {
+    "lr": tune.loguniform(1e-3, 5e-3),
+    "batch_size": tune.choice([32, 64]),
+    "hidden": tune.choice([16, 32, 64]),
+}
+"""
+
+
+def test_warm_start_seeds_optuna_with_an_earlier_experiment_and_drops_what_no_longer_fits(
+    grid_run, workdir, monkeypatch, capsys
+):
+    _, earlier = grid_run
+    (workdir / "tiny_warm.py").write_text(textwrap.dedent(WARM_SPACE))
+    (workdir / "other_space.py").write_text(
+        textwrap.dedent(WARM_SPACE)
+        .replace('"lr"', '"learning_rate"')
+        .replace('"batch_size"', '"bs"')
+        .replace('"hidden"', '"width"')
+    )
+    (workdir / "other_metric.py").write_text(textwrap.dedent(WARM_SPACE).replace('"val_acc"', '"val_loss"'))
+    monkeypatch.chdir(workdir)
+    # Another space entirely, or another metric: one line, exit 2, nothing written (before Ray starts).
+    for space, message in (
+        ("other_space.py", "none of its trials has a searched key of this space with a value inside it"),
+        ("other_metric.py", "ranks its trials by val_acc (max), this search by val_loss (max)"),
+    ):
+        before = set((workdir / "results").iterdir())
+        code = main(["run", space, "--search", "optuna", "--warm-start", str(earlier), "--storage-path", "results"])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in lines[0], lines
+        assert set((workdir / "results").iterdir()) == before
+
+    result = run_tuner(
+        "run", "tiny_warm.py", "--search", "optuna", "--num-samples", "2", "--warm-start", str(earlier),
+        "--storage-path", "results", "--name", "warm", cwd=workdir,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        f"warm start from {earlier}: 4 earlier trials seed the search; dropped keys outside the space's domain: "
+        "lr (in 2 of 4 trials)"
+    ) in result.stdout
+    experiment = workdir / "results" / "warm"
+    assert json.loads((experiment / "tuner.json").read_text())["warm_start"] == {"from": str(earlier), "trials": 4}
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 2 and (trials["status"] == "finished").all()
+    assert trials["lr"].between(1e-3, 5e-3).all()
+    assert _tuner_modules_named(experiment) <= set(PICKLED_BY_PATH)  # the study in its storage names no tuner code
+
+
+def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_them(grid_run, workdir):
+    """A copy of the finished grid, extended by 2 trials: grid runs as random draws of the same space,
+    skipping the 4 configs run; report, list, the HTML report and resume see all 6."""
+    _, grid = grid_run
+    storage = workdir / "extended"
+    shutil.copytree(grid, storage / "grid")
+    experiment = storage / "grid"
+    before = pd.read_csv(experiment / "trials.csv")
+
+    result = run_tuner("extend", str(experiment), "--num-samples", "2", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "extend: the grid has run whole; the new trials are random draws of the same space" in result.stdout
+    trials = pd.read_csv(experiment / "trials.csv")
+    assert len(trials) == 6 and (trials["status"] == "finished").all()
+    old = trials[trials["trial_id"].isin(before["trial_id"])].set_index("trial_id").sort_index()
+    pd.testing.assert_series_equal(old["best_val_acc"], before.set_index("trial_id").sort_index()["best_val_acc"])
+    configs = list(zip(trials["lr"], trials["batch_size"], trials["hidden"]))
+    assert len(set(configs)) == 6  # no config of the first run drawn again
+    meta = json.loads((experiment / "tuner.json").read_text())
+    assert meta["total_trials"] == 6 and [e["trials"] for e in meta["extensions"]] == [2]
+    assert meta["extensions"][0]["search"] == "random"
+
+    report = run_tuner("report", str(experiment), "--html", cwd=workdir)
+    assert report.returncode == 0, report.stderr
+    assert "6 trials (6 finished)" in report.stdout and (experiment / "report.html").exists()
+    listed = run_tuner("list", str(storage), cwd=workdir)
+    assert listed.returncode == 0 and "| finished | 6 finished |" in listed.stdout, listed.stdout
+
+    resumed = run_tuner("resume", str(experiment), cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = pd.read_csv(experiment / "trials.csv")
+    assert sorted(after["trial_id"]) == sorted(trials["trial_id"]) and (after["status"] == "finished").all()

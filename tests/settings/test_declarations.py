@@ -44,6 +44,7 @@ OTHER_VALUES = {
     "max_failures": "0",
     "smoke": None,  # a flag: --no-smoke
     "mlflow": "./other.db",
+    "warm_start": "tuner_results/earlier",
     "address": "127.0.0.1:6379",
     "dashboard": None,
     "dashboard_port": "8266",

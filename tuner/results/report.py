@@ -91,13 +91,13 @@ def _analysis(experiment_path: str) -> ExperimentAnalysis:
         ) from None
 
 
-def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+def _recorded_trials(experiment_path: str, meta: ExperimentMeta) -> tuple[list[Any], dict[str, pd.DataFrame]]:
     """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable."""
     try:
         analysis = _analysis(experiment_path)
-        return analysis.trials, analysis.trial_dataframes
+        return _with_earlier_runs(experiment_path, meta, list(analysis.trials), dict(analysis.trial_dataframes))
     except TunerError:
-        trials, frames = trial_files.read(experiment_path, space)
+        trials, frames = trial_files.read(experiment_path, meta.space)
         if not trials:
             raise
         log.warning(
@@ -106,6 +106,29 @@ def _recorded_trials(experiment_path: str, space: str) -> tuple[list[Any], dict[
             experiment_path,
         )
         return trials, frames
+
+
+def _with_earlier_runs(
+    experiment_path: str, meta: ExperimentMeta, trials: list[Any], frames: dict[str, pd.DataFrame]
+) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+    """An extended experiment's trials of every Ray run in its directory (`tuner extend` starts one of its
+    own, whose state names only its trials): each extension's `previous_state` adds the trials the
+    newest state lacks."""
+    for extension in reversed(meta.extensions):
+        if not (name := extension.get("previous_state")):
+            continue
+        try:
+            earlier = _analysis(f"{experiment_path}/{name}")
+        except TunerError:
+            log.warning(
+                "%s/%s is gone: the trials before that `tuner extend` are not in the report", experiment_path, name
+            )
+            continue
+        for trial in earlier.trials:
+            if trial.trial_id not in frames:
+                trials.append(trial)
+                frames[trial.trial_id] = earlier.trial_dataframes.get(trial.trial_id, pd.DataFrame())
+    return trials, frames
 
 
 def _error_line(trial: Any) -> str:
@@ -215,7 +238,7 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics:
 def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
-    recorded, frames = _recorded_trials(experiment_path, meta.space)
+    recorded, frames = _recorded_trials(experiment_path, meta)
     metrics = metric_names(list(frames.values()))
     if meta.objective.metric not in metrics:
         metrics.insert(0, meta.objective.metric)  # a column even before any trial reported it

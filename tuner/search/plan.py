@@ -10,7 +10,7 @@ from typing import Any
 from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
-from tuner.search import schedulers, searchers
+from tuner.search import schedulers, searchers, warm_start
 from tuner.settings import Budget, Tuning
 from tuner.spec.space import ExperimentSpec
 
@@ -25,11 +25,21 @@ class SearchPlan:
     notices: tuple[str, ...]  # one line each, printed before the first trial
     seed: int
     space: dict[str, Any]  # the space's own param_space, which the searcher draws from
+    warm: warm_start.WarmStart | None = None  # earlier trials the searcher starts from
+    objectives: tuple[tuple[str, str], ...] = ()  # (metric, mode) of each objective, the primary first
 
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
         (known once Ray says how many fit)."""
-        return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
+        return searchers.search_algorithm(
+            self.tuning.search,
+            self.space,
+            self.num_samples,
+            self.seed,
+            max_concurrent,
+            warm=self.warm,
+            objectives=list(self.objectives),
+        )
 
     @property
     def total_trials(self) -> int:
@@ -38,7 +48,11 @@ class SearchPlan:
         return self.num_samples * searchers.grid_points(self.param_space)
 
 
-def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
+def plan(
+    spec: ExperimentSpec, seed: int, earlier: warm_start.Earlier | None = None, extend: bool = False
+) -> SearchPlan:
+    """`earlier`: trials the search starts from (`--warm-start`, or the experiment itself for `extend`,
+    where num_samples counts the trials to add)."""
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
     if tuning.search == "auto":
         choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs)
@@ -50,18 +64,36 @@ def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
         schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
     except TunerError as error:
         raise TunerError(f"space {spec.name}: {error}") from None
+    warm, already_run = None, 0
+    if earlier is not None:
+        axes = searchers.discrete_axes(spec.param_space)
+        try:
+            warm_start.check(tuning.search, spec.param_space, finite=axes is not None, extend=extend)
+        except TunerError as error:
+            raise TunerError(f"space {spec.name}: {error}") from None
+        warm = warm_start.fit(earlier, searchers.tuner_space(tuning.search, spec.param_space))
+        if tuning.search == "optuna" and not extend:
+            warm = dataclasses.replace(warm, best_first=True, notice=f"{warm.notice}; its best config runs first")
+        if tuning.search == "random" and axes is not None:
+            already_run = len(warm_start.skipped(axes, warm))
+            if already_run >= searchers.distinct_configs(axes):
+                raise TunerError(
+                    f"every one of the space's {already_run} configs has run in {earlier.source}; "
+                    "nothing is left to draw (widen the space, or use --search optuna over ranges)"
+                )
     notices += [
         notice
         for notice in (
             searchers.grid_notice(tuning.search, spec.param_space, num_samples),
-            searchers.random_notice(tuning.search, spec.param_space, num_samples),
+            searchers.random_notice(tuning.search, spec.param_space, num_samples, already_run),
+            warm.notice if warm is not None else None,
         )
         if notice
     ]
     return SearchPlan(
         tuning=tuning,
         budget=dataclasses.replace(spec.budget, num_samples=num_samples),
-        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples),
+        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples, already_run),
         param_space=searchers.tuner_space(tuning.search, spec.param_space),
         scheduler=schedulers.trial_scheduler(
             tuning.scheduler, tuning.search, spec.param_space, spec.budget.epochs, tuning.pbt_mutable
@@ -69,4 +101,6 @@ def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
         notices=tuple(notices),
         seed=seed,
         space=spec.param_space,
+        warm=warm,
+        objectives=((spec.objective.metric, spec.objective.mode),),
     )

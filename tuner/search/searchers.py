@@ -27,7 +27,7 @@ from ray import tune
 from ray.tune.search.sample import Categorical, Domain
 
 from tuner.errors import TunerError
-from tuner.search import schedulers
+from tuner.search import schedulers, warm_start
 from tuner.settings.experiment import SEARCHES
 from tuner.spec.param_space import is_constant, is_grid
 
@@ -117,28 +117,40 @@ def distinct_configs(axes: dict[str, list[Any]]) -> int:
     return math.prod(len(values) for values in axes.values())
 
 
-def trials(search: str, param_space: dict[str, Any], num_samples: int) -> int:
-    """Tune's num_samples: `random` over a finite space runs each config at most once."""
+def trials(search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0) -> int:
+    """Tune's num_samples: `random` over a finite space runs each config at most once (`already_run`:
+    distinct configs a warm start skips)."""
     if search == "random" and (axes := discrete_axes(param_space)) is not None:
-        return min(num_samples, distinct_configs(axes))
+        return min(num_samples, distinct_configs(axes) - already_run)
     return num_samples
 
 
-def random_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
-    """The one line that says `random` runs fewer trials than asked, because the space has fewer configs."""
-    if (count := trials(search, param_space, num_samples)) == num_samples:
+def random_notice(search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0) -> str | None:
+    """The one line that says `random` runs fewer trials than asked, because the space has fewer configs
+    (less those a warm start has run)."""
+    if (count := trials(search, param_space, num_samples, already_run)) == num_samples:
         return None
+    if already_run:
+        return (
+            f"random: {count} of the space's configs have not run before, so {count} trials run "
+            f"(each config once), not num_samples = {num_samples}"
+        )
     return (
         f"random: the space has {count} distinct configs, so {count} trials run (each config once), "
         f"not num_samples = {num_samples}"
     )
 
 
-def _without_replacement(axes: dict[str, list[Any]], count: int, seed: int) -> list[dict[str, Any]]:
+def _without_replacement(
+    axes: dict[str, list[Any]], count: int, seed: int, skip: set[int] | None = None
+) -> list[dict[str, Any]]:
     """`count` distinct configs, drawn uniformly: indices into the space's mixed-radix numbering, so a
-    huge space is never enumerated."""
+    huge space is never enumerated. Indices in `skip` (configs a warm start has run) are never drawn:
+    a uniform draw of `count + len(skip)` less those is a uniform draw of the rest."""
+    skip = skip or set()
+    drawn = random.Random(seed).sample(range(distinct_configs(axes)), min(distinct_configs(axes), count + len(skip)))
     configs = []
-    for index in random.Random(seed).sample(range(distinct_configs(axes)), count):
+    for index in [index for index in drawn if index not in skip][:count]:
         config = {}
         for key, values in axes.items():
             index, digit = divmod(index, len(values))
@@ -195,18 +207,30 @@ def tuner_space(search: str, param_space: dict[str, Any]) -> dict[str, Any]:
 
 
 def search_algorithm(
-    search: str, param_space: dict[str, Any], num_samples: int, seed: int, max_concurrent: int = 0
+    search: str,
+    param_space: dict[str, Any],
+    num_samples: int,
+    seed: int,
+    max_concurrent: int = 0,
+    warm: warm_start.WarmStart | None = None,
+    objectives: list[tuple[str, str]] | None = None,
 ) -> Any:
     """The search algorithm for TuneConfig(search_alg=...) over `tuner_space(search, param_space)`,
-    limited to `max_concurrent` trials at once (0: no limit). `auto` is resolved before, by `choose`;
-    the space is checked before, by `check` (tuner.search.plan does both)."""
+    limited to `max_concurrent` trials at once (0: no limit), seeded with the earlier trials of `warm`
+    (ranked by `objectives`, (metric, mode) pairs). `auto` is resolved before, by `choose`; the space is
+    checked before, by `check` (tuner.search.plan does both)."""
     if search == "auto":
         raise ValueError("searchers.search_algorithm takes the search that searchers.choose picked for auto, not auto")
     if search == "grid":
         return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
     if search == "random":
         axes = discrete_axes(param_space)
-        points = None if axes is None else _without_replacement(axes, trials(search, param_space, num_samples), seed)
+        skip = warm_start.skipped(axes, warm) if axes is not None else set()
+        points = (
+            None
+            if axes is None
+            else _without_replacement(axes, trials(search, param_space, num_samples, len(skip)), seed, skip)
+        )
         return tune.search.BasicVariantGenerator(
             points_to_evaluate=points, random_state=seed, max_concurrent=max_concurrent
         )
@@ -216,7 +240,13 @@ def search_algorithm(
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # its "new study created" line is noise here
 
-        searcher: tune.search.Searcher = OptunaSearch(seed=seed)
+        # A warm start's study, already holding the earlier trials, is loaded from the storage it comes in.
+        storage = (
+            warm_start.optuna_storage(warm, tuner_space(search, param_space), objectives or [])
+            if warm is not None
+            else None
+        )
+        searcher: tune.search.Searcher = OptunaSearch(seed=seed, storage=storage)
     elif search == "hyperopt":
         from ray.tune.search.hyperopt import HyperOptSearch
 

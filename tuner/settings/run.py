@@ -69,6 +69,13 @@ class RunOptions:
         optional=True,
         argparse={"nargs": "?", "const": DEFAULT_MLFLOW_STORE, "metavar": "URI"},
     )
+    warm_start: str | None = setting(
+        None,
+        Text(),
+        "an earlier experiment's directory whose trials seed the search (optuna learns from them, random "
+        "skips configs already run)",
+        optional=True,
+    )
     cluster: Cluster = field(default_factory=Cluster)
 
     def __post_init__(self) -> None:

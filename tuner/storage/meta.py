@@ -47,6 +47,15 @@ class ExperimentMeta:
     # How the trials got GPUs: gpus_per_worker as set ("auto" or a number), as resolved (also in
     # `resources`), trials per GPU, why in words, and the smoke step's measurement (tuner/execution/packing.py)
     gpus: dict[str, Any] | None = None
+    # The space's fixed keys as this experiment ran them (constants and --set pins): `tuner extend`
+    # loads the module again and pins them as they were
+    fixed: dict[str, Any] | None = None
+    # `--warm-start`: the experiment the search started from and how many of its trials seeded it
+    warm_start: dict[str, Any] | None = None
+    # Each `tuner extend`, in order: trials added, the search and its seed, when, and `previous_state`, the
+    # Ray state file that held every trial before it (the extension is a Ray run of its own in the same
+    # directory; the report reads the newest state and each of these: tuner/results/report.py)
+    extensions: list[dict[str, Any]] = field(default_factory=list)
     unknown: dict[str, Any] = field(default_factory=dict, compare=False)  # fields of a newer tuner
 
 

@@ -39,14 +39,23 @@ def _parses_to_the_end(data: bytes, pattern: str) -> bool:
     return True
 
 
-def cut_short(experiment_path: str) -> str | None:
-    """The name of the first state file Ray would resume from that is not whole, or None."""
+def _names(experiment_path: str) -> list[str]:
     fs, path = filesystem.filesystem(experiment_path)
-    names = [
+    return [
         entry.base_name
         for entry in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         if entry.type == pafs.FileType.File
     ]
+
+
+def newest_state(experiment_path: str) -> str | None:
+    """The name of the experiment state file Ray would resume from (the newest), or None."""
+    return max(fnmatch.filter(_names(experiment_path), EXPERIMENT_STATE), default=None)
+
+
+def cut_short(experiment_path: str) -> str | None:
+    """The name of the first state file Ray would resume from that is not whole, or None."""
+    names = _names(experiment_path)
     for pattern in JSON_FILES + PICKLE_FILES:
         if matching := fnmatch.filter(names, pattern):
             name = max(matching)
