@@ -287,7 +287,10 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _summarize(outcome: "Outcome") -> int:
+    import pandas as pd
+
     from tuner.results import report
+    from tuner.training.result_keys import COSTS
 
     trials, path, meta = outcome.trials, outcome.experiment_path, outcome.meta
     if outcome.unread:
@@ -322,6 +325,8 @@ def _summarize(outcome: "Outcome") -> int:
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
         f"(epoch {best['best_epoch']})  {config}"
     )
+    if costs := "  ".join(f"{name}={best[name]:.4g}" for name in COSTS if pd.notna(best.get(name))):
+        print(f"            {costs}")  # what the best trial's model costs (tuner/training/model_costs.py)
     _next_steps(path, {key: best[key] for key in outcome.params})
     return INTERRUPTED if interrupted else 0
 

@@ -29,8 +29,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-PARAMS, LATENCY_MS = "params", "latency_ms"
-COSTS = (PARAMS, LATENCY_MS)
+from tuner.training.result_keys import COSTS
+
+PARAMS, LATENCY_MS = COSTS
 WARMUP, REPEATS = 2, 5
 
 
