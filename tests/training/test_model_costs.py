@@ -2,6 +2,7 @@
 real torch models and carried by every report row of tuner's loop and of a loop of the user's own."""
 
 import math
+import time
 
 import pytest
 import torch
@@ -70,6 +71,23 @@ def test_latency_is_a_positive_median_of_forwards_in_eval_mode_without_grad():
     assert net.modes == [(False, False)] * (model_costs.WARMUP + model_costs.REPEATS)
     assert net.training  # put back as it was
     assert model_costs.latency_ms(net, None, CPU) is None  # nothing timed in one process
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        time.sleep(model_costs.SLOW_MS / 1000 * 1.1)
+        return x
+
+
+def test_a_slow_forward_is_timed_fewer_times():
+    net = Slow()
+    assert model_costs.latency_ms(net, torch.ones(1), CPU) >= model_costs.SLOW_MS
+    assert net.calls == 1 + model_costs.SLOW_REPEATS < model_costs.WARMUP + model_costs.REPEATS
 
 
 def run(parts: Parts, config: dict, epochs: int = 3) -> list[dict]:

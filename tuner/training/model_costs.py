@@ -8,8 +8,9 @@ against it (`metric = ["val_acc", "latency_ms"]`, `constraints = ["params <= 2e6
                  trial's batch size, in eval mode without gradients, in the trial's precision, on its
                  device (synchronised on a GPU), after warm-up forwards. Over several ranks every rank
                  times the same forwards and the slowest rank's time counts: under fsdp and pipeline a
-                 forward needs all ranks; under ddp each rank times its own whole-model copy on its
-                 share of the batch.
+                 forward needs all ranks (each rank's batch is a batch of that size); under ddp each
+                 rank times its own whole-model copy. On a GPU shared by packed trials the time
+                 includes theirs: compare latencies within one run, not across machines or packings.
     gpu_peak_gib (tuner/training/gpu_memory.py, not here) the peak GPU memory; NaN on the CPU.
 
 `ctx.report` adds `params` and `latency_ms` to every row once they are known, since Ray's searchers
@@ -32,7 +33,11 @@ from torch.nn.parameter import is_lazy
 from tuner.training.result_keys import COSTS
 
 PARAMS, LATENCY_MS = COSTS
-WARMUP, REPEATS = 2, 5
+WARMUP, REPEATS = 2, 5  # forwards: untimed, then timed
+# A forward slower than this is timed 3 times after the one warm-up: its time varies less, relative to
+# itself, than a fast one's, and 7 forwards of a large model on a CPU would be a noticeable share of a
+# short trial (bench numbers in README, "What the model costs").
+SLOW_MS, SLOW_REPEATS = 100.0, 3
 
 
 def count_params(model: nn.Module) -> int | None:
@@ -48,6 +53,15 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _slowest(times: torch.Tensor, device: torch.device, world_size: int) -> torch.Tensor:
+    """Each entry's maximum over the ranks (every rank calls this with as many entries)."""
+    if world_size == 1:
+        return times
+    slowest = times.to(device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return slowest.cpu()
+
+
 @torch.no_grad()
 def latency_ms(
     model: nn.Module,
@@ -56,31 +70,31 @@ def latency_ms(
     *,
     autocast: Callable[[], AbstractContextManager[Any]] = nullcontext,
     world_size: int = 1,
-    warmup: int = WARMUP,
-    repeats: int = REPEATS,
 ) -> float | None:
-    """The median of `repeats` timed forwards of `inputs` after `warmup` untimed ones, in eval mode (the
-    model's mode is restored afterwards), in the precision `autocast` gives. With `world_size` > 1 every
-    rank must call it with the same counts, and each forward's time is the slowest rank's; a rank with
-    no batch (`inputs` None: fewer validation samples than ranks) only takes part in that. None when no
-    rank timed a forward."""
-    times = torch.zeros(repeats, dtype=torch.float64)
-    if inputs is not None:
-        was_training = model.training
-        model.eval()
-        try:
-            for i in range(warmup + repeats):
-                _synchronize(device)
-                started = time.perf_counter()
-                with autocast():
-                    model(inputs)
-                _synchronize(device)
-                if i >= warmup:
-                    times[i - warmup] = (time.perf_counter() - started) * 1000
-        finally:
-            model.train(was_training)
-    if world_size > 1:
-        slowest = times.to(device)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-        times = slowest.cpu()
+    """The median of REPEATS timed forwards of `inputs` after WARMUP untimed ones (SLOW_REPEATS after
+    one, for a forward slower than SLOW_MS), in eval mode (the model's mode is restored afterwards), in
+    the precision `autocast` gives. With `world_size` > 1 every rank must call it: the ranks agree on
+    the counts, and each forward's time is the slowest rank's; a rank with no batch (`inputs` None:
+    fewer validation samples than ranks) only takes part in that. None when no rank timed a forward."""
+
+    def forward() -> float:
+        _synchronize(device)
+        started = time.perf_counter()
+        with autocast():
+            model(inputs)
+        _synchronize(device)
+        return (time.perf_counter() - started) * 1000
+
+    was_training = model.training
+    model.eval()
+    try:
+        first = torch.tensor([forward() if inputs is not None else 0.0], dtype=torch.float64)
+        slow = bool(_slowest(first, device, world_size).item() > SLOW_MS)
+        warmup, repeats = (0, SLOW_REPEATS) if slow else (WARMUP - 1, REPEATS)
+        for _ in range(warmup if inputs is not None else 0):
+            forward()
+        times = torch.tensor([forward() if inputs is not None else 0.0 for _ in range(repeats)], dtype=torch.float64)
+    finally:
+        model.train(was_training)
+    times = _slowest(times, device, world_size)
     return statistics.median(times.tolist()) if bool((times > 0).all()) else None
