@@ -77,7 +77,12 @@ class ComponentLoop:
                 val = evaluate(scored, data.val, ctx)
             if model_costs.LATENCY_MS not in ctx.model_costs:  # once per run, so every report carries it
                 batch = next(iter(ctx.batches(data.val, batch_size, shuffle=False)), None)
-                ctx.measure_model(scored, batch[0] if batch is not None else None)
+                try:
+                    ctx.measure_model(scored, batch[0] if batch is not None else None)
+                except Exception:
+                    if not diverged:
+                        raise
+                    ctx.model_costs[model_costs.LATENCY_MS] = math.nan  # as the scores: a forward may refuse NaN
             ctx.report(
                 {"train_loss": train_loss, **val, "samples_per_s": samples / elapsed, "diverged": diverged},
                 checkpoint=ctx.get_state(model, optimizer),
