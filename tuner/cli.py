@@ -311,6 +311,7 @@ def _extend(args: argparse.Namespace) -> int:
 
 def _summarize(outcome: "Outcome") -> int:
     from tuner.results import report
+    from tuner.training.result_keys import COSTS
 
     trials, path, meta = outcome.trials, outcome.experiment_path, outcome.meta
     if outcome.unread:
@@ -345,8 +346,19 @@ def _summarize(outcome: "Outcome") -> int:
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
         f"(epoch {best['best_epoch']})  {config}"
     )
+    if costs := _costs(best, COSTS):
+        print(f"model:      {costs}")
     _next_steps(path, {key: best[key] for key in outcome.params})
     return INTERRUPTED if interrupted else 0
+
+
+def _costs(best: "pd.Series", names: Sequence[str]) -> str:
+    """What the best trial's model costs, as tuner measured it (tuner/training/model_costs.py):
+    `params=151306  latency_ms=1.41`; "" for a loop that measured neither."""
+    import pandas as pd
+
+    shown = [(name, best.get(name)) for name in names if pd.notna(best.get(name))]
+    return "  ".join(f"{name}={int(value) if name == 'params' else f'{value:.3g}'}" for name, value in shown)
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:

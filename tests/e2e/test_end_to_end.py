@@ -86,6 +86,8 @@ def test_run_prints_best_trial_and_report_path(grid_run):
     best = pd.read_csv(experiment / "trials.csv").iloc[0]
     assert f"experiment: {experiment}" in result.stdout
     assert f"best trial: {best['trial_id']}" in result.stdout
+    # What the best trial's model costs, as trials.csv has it (tuner/training/model_costs.py).
+    assert f"model:      params={best['params']}  latency_ms=" in result.stdout and best["latency_ms"] > 0
     assert re.search(r"^\d+/\d+ trials done", result.stdout, re.MULTILINE)  # tuner's live view (on a pipe)
     assert "smoke step: one batch of the space's code on the first config ran in" in result.stdout
     # gpus_per_worker = auto on a cluster without GPUs: one line before the first trial, the CPU, as

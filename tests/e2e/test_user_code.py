@@ -116,8 +116,12 @@ def test_a_users_model_trains_with_ddp_and_the_unread_key_is_named(own_ray, tmp_
         space="wine_f1",
     ).metrics
     two_metrics = [c for c in two_history.columns if c not in {"trial_id", "epoch", *RUN_COLUMNS, *two.params}]
-    assert two_metrics == metric_names([pd.DataFrame([first])]) == ["train_loss", "val_loss", "val_f1"]
-    assert {"val_f1", "val_loss", "train_loss", "best_val_f1"} <= set(two_trials.columns)
+    assert two_metrics == metric_names([pd.DataFrame([first])])
+    assert two_metrics == ["train_loss", "val_loss", "val_f1", "params", "latency_ms"]
+    assert {"val_f1", "val_loss", "train_loss", "best_val_f1", "params", "latency_ms"} <= set(two_trials.columns)
+    # What the model costs, measured by tuner through Ray Train too: the whole model's count, on every row.
+    assert two_history["params"].tolist() == [13 * 16 + 16 + 16 * 3 + 3] * 3
+    assert (two_history["latency_ms"] > 0).all() and two_history["latency_ms"].nunique() == 1
     # The keys read come through the DDP path too: rank 0's report carries them.
     assert two.unread is not None and "learning_rate (did you mean lr?)" in two.unread
     assert "learning_rate" in meta_file.read(two.experiment_path).unread_params_warning

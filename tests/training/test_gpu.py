@@ -76,6 +76,10 @@ def test_the_loop_trains_on_the_gpu_and_a_restored_trial_continues_the_same():
     assert losses[-1] < losses[0] and reports[-1][0]["val_acc"] > 0.6, losses
     state = reports[0][1]
     assert next(iter(state["state"]["model"].values())).is_cuda  # loaded onto the GPU (map_location)
+    # What the model costs, on the GPU: the latency's forwards synchronised, the peak from the allocator.
+    whole = sum(p.numel() for p in model({}).parameters())
+    assert {m["params"] for m, _ in reports} == {whole} and len({m["latency_ms"] for m, _ in reports}) == 1
+    assert 0 < reports[0][0]["latency_ms"] < 1000 and 0 < reports[-1][0]["gpu_peak_gib"] < 10
     resumed = trial(restored=state)
     assert [m["epoch"] for m, _ in resumed] == [2, 3]
     # bf16 kernels on a GPU need not repeat bit for bit; the restored run follows the same path.

@@ -106,6 +106,7 @@ def _ranks(rank: int, port: int, results: dict) -> None:
                 "resumed": scores(resumed),
                 "world_size": reports[0][0]["world_size"],
                 "epochs": [m["epoch"] for m, _ in resumed],
+                "costs": [(m["params"], m["latency_ms"]) for m, _ in reports + resumed],
             }
         # The shipped small-image ResNet in two pipeline stages: outputs equal the unsplit model's.
         torch.manual_seed(0)
@@ -158,6 +159,17 @@ def test_a_trial_restored_from_its_checkpoint_continues_as_if_uninterrupted(two_
     result = two_ranks[0][parallel]
     assert result["epochs"] == [2]
     assert_close(result["resumed"], result["scores"][1:])
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp", "pipeline"])
+def test_every_rank_reports_the_whole_models_params_and_the_slowest_ranks_latency(two_ranks, parallel):
+    whole = sum(p.numel() for p in model(CONFIG, data()).parameters())
+    costs = two_ranks[0][parallel]["costs"]
+    assert costs == two_ranks[1][parallel]["costs"]  # the same on both ranks: one number per trial
+    assert {params for params, _ in costs} == {whole}  # not a shard's or a stage's
+    latencies = [latency for _, latency in costs]
+    assert latencies[0] == latencies[1] and 0 < latencies[0] < 1000  # measured once per run, reported each epoch
+    assert latencies[2] > 0  # the resumed run measures again
 
 
 def test_a_resnet_split_into_two_pipeline_stages_computes_the_unsplit_model(two_ranks):

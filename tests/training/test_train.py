@@ -104,7 +104,7 @@ def test_divergence_stops_the_trial(tmp_path, digits):
     assert recorder.metrics[-1]["diverged"] is True
     assert len(recorder.metrics) < 5
     # Every metric is still reported, as NaN, so the search's ranking metric is never missing.
-    assert {"val_acc", "val_loss"} <= set(recorder.metrics[-1])
+    assert {"val_acc", "val_loss", "params", "latency_ms"} <= set(recorder.metrics[-1])
 
 
 def test_the_trial_reports_which_config_keys_it_read(tmp_path, digits):

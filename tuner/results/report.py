@@ -26,7 +26,7 @@ from tuner.spec.param_space import flatten
 from tuner.storage import filesystem, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
-from tuner.training.result_keys import BOOKKEEPING
+from tuner.training.result_keys import BOOKKEEPING, COSTS
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +309,7 @@ def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None
         "best_epoch",
         "epochs",
         "time_s",
+        *COSTS,  # the model's, as the last epoch reported them
         "device",
         "gpu_peak_gib",
     ]

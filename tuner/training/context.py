@@ -36,7 +36,7 @@ from torch.utils.data import (
 )
 
 from tuner.data.splits import Split, Splits, TensorPair, is_tensor_pair, split_size
-from tuner.training import gpu_memory, precision
+from tuner.training import gpu_memory, model_costs, precision
 from tuner.training.batches import SlicedBatches
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig
 from tuner.training.parallel import strategy
@@ -172,8 +172,8 @@ class LoopSetup:
 class TrialContext:
     """`rank`, `world_size`, `device`, `epochs`, `seed`, `trial_id`, `data` (the space's Splits, or None),
     `parallel`, `precision`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `step`, `autocast`,
-    `evaluation_model`, `batches`, `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce`
-    and `report`. Every rank calls `report` once per epoch; rank 0's checkpoint is saved."""
+    `evaluation_model`, `batches`, `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce`,
+    `measure_model` and `report`. Every rank calls `report` once per epoch; rank 0's checkpoint is saved."""
 
     def __init__(
         self,
@@ -203,6 +203,8 @@ class TrialContext:
         self.epoch = self.start_epoch  # the epoch being trained: the next report is for it
         self._lineage = {"restored_from": restored["trial_id"], "restored_epoch": restored["epoch"]} if restored else {}
         gpu_memory.reset_peak(self.device)  # this trial's peak, not an earlier one's in the same process
+        # `params` and `latency_ms` once measured (tuner/training/model_costs.py), added to every report.
+        self.model_costs: dict[str, float | int] = {}
 
     def restore(self) -> Any | None:
         """The checkpoint to resume from (this trial's latest after a retry or resume, a PBT donor's after
@@ -212,8 +214,26 @@ class TrialContext:
     def prepare_model(self, model: nn.Module) -> nn.Module:
         """The model on this rank's device as the trial's strategy runs it: wrapped in DDP or DataParallel,
         sharded by FSDP, or (pipeline) this rank's stage. Build the optimizer over the returned model's
-        parameters, and evaluate with `evaluation_model` of it."""
+        parameters, and evaluate with `evaluation_model` of it. Counts the whole model's `params` first,
+        which every later report carries."""
+        if (count := model_costs.count_params(model)) is not None:
+            self.model_costs[model_costs.PARAMS] = count
         return self._strategy.prepare(model)
+
+    def measure_model(self, model: nn.Module, inputs: Any) -> dict[str, float | int]:
+        """Times forwards of `inputs` (one validation batch's `x`, from `ctx.batches(val, batch_size,
+        shuffle=False)`) through `model` (the `evaluation_model`, or the loop's own net) as `latency_ms`,
+        and counts its `params` unless `prepare_model` did; every later report carries both. Call it once
+        per run, on every rank when there are several (a rank without a batch passes None); tuner's own
+        loop does it after its first evaluation. Returns {"params": ..., "latency_ms": ...}, as measured."""
+        if model_costs.PARAMS not in self.model_costs and self.world_size == 1:
+            # Over several ranks the model here may be a shard or a stage: only prepare_model's counts.
+            if (count := model_costs.count_params(model)) is not None:
+                self.model_costs[model_costs.PARAMS] = count
+        latency = model_costs.latency_ms(model, inputs, self.device, autocast=self.autocast, world_size=self.world_size)
+        if latency is not None:
+            self.model_costs[model_costs.LATENCY_MS] = latency
+        return dict(self.model_costs)
 
     def evaluation_model(self, model: nn.Module) -> nn.Module:
         """What to evaluate a prepared model with, over `batches(..., shuffle=False)`: DDP's unwrapped
@@ -356,6 +376,8 @@ class TrialContext:
         and, on rank 0, an optional checkpoint (any picklable object, e.g. state dicts), which `restore`
         gives back. Every rank must call it: under DDP it is a barrier."""
         row = {name: _metric_value(name, value) for name, value in metrics.items()}
+        for name, value in self.model_costs.items():
+            row.setdefault(name, value)  # the loop's own `params`, if it reports one, stays
         epoch = int(row.get("epoch", self.epoch))
         row.update({"epoch": epoch, "reported_at": time.time(), RESULT_KEY: self.config.reported(), **self._lineage})
         row.setdefault("world_size", self.world_size)

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from tuner.signatures import call
+from tuner.training import model_costs
 from tuner.training.context import TrialContext
 from tuner.training.losses import default_loss
 from tuner.training.metrics import Evaluation, MetricsSpec, batch_size_of
@@ -74,6 +75,14 @@ class ComponentLoop:
                     val = {}
             else:
                 val = evaluate(scored, data.val, ctx)
+            if model_costs.LATENCY_MS not in ctx.model_costs:  # once per run, so every report carries it
+                batch = next(iter(ctx.batches(data.val, batch_size, shuffle=False)), None)
+                try:
+                    ctx.measure_model(scored, batch[0] if batch is not None else None)
+                except Exception:
+                    if not diverged:
+                        raise
+                    ctx.model_costs[model_costs.LATENCY_MS] = math.nan  # as the scores: a forward may refuse NaN
             ctx.report(
                 {"train_loss": train_loss, **val, "samples_per_s": samples / elapsed, "diverged": diverged},
                 checkpoint=ctx.get_state(model, optimizer),

@@ -19,3 +19,7 @@ BOOKKEEPING = (
     "device",
     "gpu_peak_gib",
 )
+
+# What the model costs, measured by tuner for any model (tuner/training/model_costs.py): unlike the
+# bookkeeping above, metrics a search may rank by or constrain, so the report has them as metric columns.
+COSTS = ("params", "latency_ms")

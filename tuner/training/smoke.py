@@ -15,7 +15,7 @@ from tuner.data.splits import Splits
 from tuner.errors import TunerError
 from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup
-from tuner.training.result_keys import BOOKKEEPING
+from tuner.training.result_keys import BOOKKEEPING, COSTS
 from tuner.training.trial import Parts, run_trial_loop
 from tuner.training.user_traceback import UserCodeError
 
@@ -74,7 +74,9 @@ def check_reported(space: str, reported: dict[str, Any], metric: str, what: str 
     """`metric` (or the `stop` condition's metric) must be one the loop reports."""
     if metric not in reported:
         names = ", ".join(name for name in reported if name not in BOOKKEEPING)
+        # tuner measures these itself, given the model: prepare_model counts params, measure_model both.
+        how = "ctx.measure_model(model, x)" if metric in COSTS else "ctx.report"
         raise TunerError(
             f"space {space}: {what} {metric!r} is never reported; the loop reports {names}; "
-            f"name one of those, or report {metric!r} with ctx.report"
+            f"name one of those, or report {metric!r} with {how}"
         )
