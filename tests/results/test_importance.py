@@ -5,9 +5,11 @@ noise), so a ranking that comes out wrong fails here."""
 import numpy as np
 import pandas as pd
 import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from tuner.errors import TunerError
-from tuner.results.importance import EVALUATORS, MIN_TRIALS, importance, importances
+from tuner.results.importance import EVALUATORS, MIN_TRIALS, _distribution, importance, importances
+from tuner.results.visualization import plot_importance
 from tuner.settings import Objective
 from tuner.storage.meta import ExperimentMeta
 
@@ -51,13 +53,14 @@ def test_the_hyperparameter_the_score_depends_on_comes_first(evaluator, mode):
     assert np.isfinite(frame["std"]).all() and (frame["std"] >= 0).all()
 
 
-def test_the_wrong_mode_reads_the_worst_trials_as_the_best():
-    # With min on scores meant as max, PED-ANOVA looks at the worst trials, whose lr sits at either end:
-    # the test above can only pass if the mode reaches the study's direction. (fANOVA splits the
-    # score's variance, which is the same either way.)
-    right = importance(table(), meta("max"), "ped-anova").set_index("param")
-    wrong = importance(table(), meta("min"), "ped-anova").set_index("param")
-    assert right.loc["lr", "importance"] != pytest.approx(wrong.loc["lr", "importance"])
+def test_the_mode_decides_which_trials_are_the_top_ones():
+    # The best trials share lr near 1e-2, the worst ones noise > 0.8: PED-ANOVA, which looks at the top
+    # trials, must see lr under max and noise under min. (fANOVA splits the score's variance, the same
+    # either way.)
+    trials = table(n=60, seed=3)
+    trials["best_val_acc"] = 0.9 - 0.05 * (np.log10(trials["lr"]) + 2) ** 2 - 0.5 * (trials["noise"] > 0.8)
+    assert importance(trials, meta("max"), "ped-anova")["param"].iloc[0] == "lr"
+    assert importance(trials, meta("min"), "ped-anova")["param"].iloc[0] == "noise"
 
 
 def test_auto_is_fanova_and_deterministic():
@@ -141,3 +144,22 @@ def test_several_objectives_each_in_its_own_mode():
 def test_an_unknown_evaluator_is_one_line():
     with pytest.raises(TunerError, match="unknown importance evaluator 'forest'; use one of: auto, fanova, ped-anova$"):
         importance(table(), meta(), "forest")
+
+
+def test_the_plot_names_the_evaluator_and_what_it_did_not_assess():
+    frame = pd.DataFrame({"param": ["lr", "momentum"], "importance": [1.0, np.nan], "std": [0.1, np.nan]})
+    frame.attrs["evaluator"] = "fANOVA"
+    ax = plot_importance(frame).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["lr", "momentum (not assessed)"]
+    assert "fANOVA" in ax.get_title()
+
+
+def test_distributions_are_read_from_the_values():
+    # optuna needs a distribution per hyperparameter, which the trials table does not keep.
+    assert _distribution([1e-5, 3e-4, 1e-2])[0] == FloatDistribution(1e-5, 1e-2, log=True)  # two decades or more
+    assert _distribution([0.1, 0.5, 0.9])[0] == FloatDistribution(0.1, 0.9)
+    assert _distribution([16.0, 64.0, 32.0])[0] == IntDistribution(16, 64)  # whole floats, as NaN leaves ints
+    assert _distribution([1, 1000])[0] == IntDistribution(1, 1000, log=True)
+    assert _distribution([True, False])[0] == CategoricalDistribution([False, True])
+    assert _distribution(["sgd", "adam", "sgd"])[0] == CategoricalDistribution(["adam", "sgd"])
+    assert _distribution([3, 3.0]) is None and _distribution(["adam"]) is None  # one value

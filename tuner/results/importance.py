@@ -214,9 +214,7 @@ def importances(
     with the evaluator's name in `.attrs["evaluator"]`; see the module docstring. Each objective is
     assessed on its own scored trials, in its own mode."""
     if evaluator not in (AUTO, *EVALUATORS):
-        raise TunerError(
-            f"unknown importance evaluator {evaluator!r}; use one of: {', '.join((AUTO, *EVALUATORS))}"
-        )
+        raise TunerError(f"unknown importance evaluator {evaluator!r}; use one of: {', '.join((AUTO, *EVALUATORS))}")
     return {metric: _objective_importance(trials, params, metric, mode, evaluator) for metric, mode in objectives}
 
 
