@@ -123,6 +123,11 @@ def test_trials_without_a_score_are_left_out_and_too_few_is_one_line():
     trials.loc[1, "best_val_acc"] = np.nan
     with pytest.raises(TunerError, match=f"at least {MIN_TRIALS} scored trials.*has 2$"):
         importance(trials, meta())
+    with pytest.raises(TunerError, match="has 0$"):
+        importance(pd.DataFrame(), meta())  # an experiment with no trial recorded
+    trials.loc[2, "best_val_acc"] = np.inf  # not a score either
+    with pytest.raises(TunerError, match="has 1$"):
+        importance(trials, meta())
 
 
 def test_nothing_varies_gives_zeros():

@@ -73,7 +73,7 @@ TOP_QUANTILE = 0.1  # ... and otherwise optuna's default 10%
 EVALUATORS: dict[str, str] = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
 AUTO = "auto"  # fANOVA, or PED-ANOVA when a hyperparameter is blank in some scored trials
 
-Objective = tuple[str, str]  # (metric, mode)
+MetricMode = tuple[str, str]  # an objective: (metric, "max" or "min")
 _Encode = Callable[[Any], Any]
 
 
@@ -158,7 +158,8 @@ def _objective_importance(
 ) -> pd.DataFrame:
     score = best_column(metric)
     rows = report.scored(trials, metric)
-    rows = rows[np.isfinite(rows[score].to_numpy(float))]
+    if len(rows):  # an empty table may lack the column
+        rows = rows[np.isfinite(rows[score].to_numpy(float))]
     if len(rows) < MIN_TRIALS:
         raise TunerError(
             f"parameter importance needs at least {MIN_TRIALS} scored trials "
@@ -208,7 +209,7 @@ def _objective_importance(
 
 
 def importances(
-    trials: pd.DataFrame, params: list[str], objectives: list[Objective], evaluator: str = AUTO
+    trials: pd.DataFrame, params: list[str], objectives: list[MetricMode], evaluator: str = AUTO
 ) -> dict[str, pd.DataFrame]:
     """Per objective metric, one row per hyperparameter (param, importance, std), most important first,
     with the evaluator's name in `.attrs["evaluator"]`; see the module docstring. Each objective is
