@@ -9,7 +9,7 @@ and the plots and importances of `tuner.results.visualization` and `tuner.result
     exp.curves()                # epoch x trial table of the metric
     exp.plot_learning_curves()  # matplotlib Figures: also plot_param, plot_parallel_coordinates,
                                 # plot_early_stopping, plot_importance
-    exp.importance()            # which hyperparameters the score depends on (random forest + permutation)
+    exp.importance()            # which hyperparameters the score depends on (optuna's fANOVA or PED-ANOVA)
 """
 
 from dataclasses import dataclass
@@ -63,12 +63,13 @@ class Experiment:
     def plot_early_stopping(self) -> Figure:
         return visualization.plot_early_stopping(self.trials, self.history, self.meta)
 
-    def importance(self) -> pd.DataFrame:
-        """param, importance, std per hyperparameter, most important first; needs 4 scored trials."""
-        return importances.importance(self.trials, self.meta)
+    def importance(self, evaluator: str = importances.AUTO) -> pd.DataFrame:
+        """param, importance, std per hyperparameter, most important first; needs 4 scored trials.
+        evaluator: "auto", "fanova" or "ped-anova" (tuner/results/importance.py says which to use)."""
+        return importances.importance(self.trials, self.meta, evaluator)
 
-    def plot_importance(self) -> Figure:
-        return visualization.plot_importance(self.importance())
+    def plot_importance(self, evaluator: str = importances.AUTO) -> Figure:
+        return visualization.plot_importance(self.importance(evaluator))
 
 
 def load(path: str) -> Experiment:

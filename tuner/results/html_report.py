@@ -121,9 +121,12 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
     except TunerError as error:
         return _note(str(error))
     method = (
-        "A random forest fitted to the scored trials (hyperparameters to best score); importance is the "
-        f"mean drop in its R² when one hyperparameter's column is shuffled, over {REPEATS} shuffles."
+        f"optuna's {frame.attrs['evaluator']} importance evaluator on the scored trials (hyperparameters to "
+        f"best score): each hyperparameter's share of the total, with its std over {REPEATS} bootstrap "
+        "resamples of the trials (see tuner/results/importance.py)."
     )
+    if frame["importance"].isna().any():
+        method += " A hyperparameter blank in some trials is not assessed: fANOVA needs it in every trial."
     stopped = int((trials["status"] == TrialStatus.STOPPED_EARLY).sum())
     if stopped:
         method += (

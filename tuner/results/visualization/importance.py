@@ -7,15 +7,18 @@ from tuner.results.visualization._common import new_figure
 
 
 def plot_importance(frame: pd.DataFrame) -> Figure:
-    """A horizontal bar per hyperparameter, most important on top, with the spread over shuffles as
-    error bars."""
+    """A horizontal bar per hyperparameter, most important on top, with the spread over bootstrap
+    resamples of the trials as error bars; one the evaluator could not assess (NaN) is labelled so."""
     fig = new_figure(7, 1.6 + 0.45 * max(len(frame), 1))
     ax = fig.add_subplot()
-    ax.barh(frame["param"], frame["importance"], xerr=frame["std"], color="tab:blue", capsize=3)
+    assessed = frame["importance"].notna()
+    labels = [param if ok else f"{param} (not assessed)" for param, ok in zip(frame["param"], assessed)]
+    ax.barh(labels, frame["importance"].fillna(0), xerr=frame["std"].fillna(0), color="tab:blue", capsize=3)
     ax.invert_yaxis()  # the frame is sorted most important first
     ax.axvline(0, color="0.3", linewidth=0.8)
-    ax.set_xlabel("importance: mean drop in R² when the column is shuffled")
+    ax.set_xlabel("importance: share of the total")
     ax.set_ylabel("hyperparameter")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title("hyperparameter importance (random forest, permutation)")
+    evaluator = frame.attrs.get("evaluator")
+    ax.set_title(f"hyperparameter importance (optuna {evaluator})" if evaluator else "hyperparameter importance")
     return fig
