@@ -78,6 +78,10 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> Prepared:
         prepared.parts, private.first_variant(spec.param_space, seed), setup, data=prepared.data, space=spec.name
     )
     check_reported(spec.name, result.metrics, spec.objective.metric)
+    for metric, _ in spec.objective.objectives[1:]:
+        check_reported(spec.name, result.metrics, metric, what="objective")
+    for constraint in spec.objective.constraint_list:
+        check_reported(spec.name, result.metrics, constraint.metric, what=f"constraint {constraint}'s metric")
     if (stop := spec.budget.stop_condition) is not None:
         check_reported(spec.name, result.metrics, stop.metric, what="stop condition's metric")
     log.info(

@@ -11,7 +11,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
 from tuner.search import schedulers, searchers
-from tuner.settings import Budget, Tuning
+from tuner.settings import Budget, Objective, Tuning
 from tuner.spec.space import ExperimentSpec
 
 
@@ -25,11 +25,20 @@ class SearchPlan:
     notices: tuple[str, ...]  # one line each, printed before the first trial
     seed: int
     space: dict[str, Any]  # the space's own param_space, which the searcher draws from
+    objective: Objective  # the objectives and constraints the searcher and the scheduler get
 
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
         (known once Ray says how many fit)."""
-        return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
+        return searchers.search_algorithm(
+            self.tuning.search,
+            self.space,
+            self.num_samples,
+            self.seed,
+            max_concurrent,
+            objectives=self.objective.objectives,
+            constraints=self.objective.constraint_list,
+        )
 
     @property
     def total_trials(self) -> int:
@@ -41,12 +50,14 @@ class SearchPlan:
 def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
     if tuning.search == "auto":
-        choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs)
+        choice = searchers.choose(
+            spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(spec.objective.objectives)
+        )
         tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
         num_samples = choice.num_samples
         notices.append(choice.reason)
     try:
-        searchers.check(tuning.search, spec.param_space)
+        searchers.check(tuning.search, spec.param_space, len(spec.objective.objectives))
         schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
     except TunerError as error:
         raise TunerError(f"space {spec.name}: {error}") from None
@@ -55,6 +66,8 @@ def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
         for notice in (
             searchers.grid_notice(tuning.search, spec.param_space, num_samples),
             searchers.random_notice(tuning.search, spec.param_space, num_samples),
+            searchers.constraints_notice(tuning.search, spec.objective.constraint_list),
+            schedulers.stopping_notice(tuning.scheduler, spec.objective.objectives),
         )
         if notice
     ]
@@ -64,9 +77,15 @@ def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
         num_samples=searchers.trials(tuning.search, spec.param_space, num_samples),
         param_space=searchers.tuner_space(tuning.search, spec.param_space),
         scheduler=schedulers.trial_scheduler(
-            tuning.scheduler, tuning.search, spec.param_space, spec.budget.epochs, tuning.pbt_mutable
+            tuning.scheduler,
+            tuning.search,
+            spec.param_space,
+            spec.budget.epochs,
+            tuning.pbt_mutable,
+            spec.objective.objectives,
         ),
         notices=tuple(notices),
         seed=seed,
         space=spec.param_space,
+        objective=spec.objective,
     )
