@@ -2,7 +2,7 @@
 the Pareto ASHA scheduler to decide at each rung. Plain numpy, no Ray.
 
 Values are oriented first (`oriented`): every column becomes higher-is-better, and a missing value
-(NaN) the worst possible, so a trial without a value is dominated by any trial with one.
+(NaN) the worst possible in its objective.
 """
 
 from collections.abc import Sequence

@@ -49,9 +49,10 @@ class ParetoASHA(FIFOScheduler):
 
     def _point(self, result: dict[str, Any]) -> np.ndarray | None:
         values = [result.get(metric) for metric, _ in self._objectives]
-        if any(not isinstance(value, (int, float)) for value in values):
+        numbers = [float(value) for value in values if isinstance(value, (int, float))]
+        if len(numbers) < len(values):
             return None
-        return pareto.oriented([[float(value) for value in values]], [mode for _, mode in self._objectives])[0]
+        return pareto.oriented([numbers], [mode for _, mode in self._objectives])[0]
 
     def decide(self, trial_id: str, time: float, point: np.ndarray) -> str:
         """CONTINUE or STOP for a trial at `time` with `point` (oriented): recorded at the highest rung it
