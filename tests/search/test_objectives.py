@@ -123,7 +123,7 @@ def test_hyperopt_and_bohb_refuse_several_objectives_and_auto_picks_multi_object
 
 def test_schedulers_of_one_metric_say_they_stop_by_the_primary_objective():
     median = plan(_two_objective_spec(scheduler="median"), 0)
-    assert "median takes one metric: it stops trials by the primary objective, val_acc (max)" in median.notices
+    assert "median takes one metric: it stops trials by the primary objective, val_acc (max), alone" in median.notices
     random = plan(_two_objective_spec(search="random", constraints=["val_loss<=1"]), 0)
     assert any("random proposes configs without regard to the constraints" in n for n in random.notices)
 

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
-from tuner.results import report, visualization
+from tuner.results import objectives, report, visualization
 from tuner.storage.meta import ExperimentMeta
 
 
@@ -36,6 +36,11 @@ class Experiment:
     @property
     def mode(self) -> str:
         return self.meta.objective.mode
+
+    @property
+    def objective_columns(self) -> list[str]:
+        """`best_<metric>` of each objective, then `pareto_rank` and `feasible` where they apply."""
+        return objectives.columns(self.meta.objective)
 
     @property
     def params(self) -> list[str]:

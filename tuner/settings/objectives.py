@@ -34,7 +34,7 @@ def _comma_list(text: str) -> str | list[str]:
 class Metrics(Kind):
     """A metric's name, a list of them (several objectives), or a mapping of each to its mode."""
 
-    expect = "a metric's name, a list of names, or a mapping of names to 'min'/'max'"
+    expect = "a non-empty name, such as 'val_loss' (or a list of them, or a mapping of each to 'min'/'max')"
 
     def accepts(self, value: Any) -> bool:
         if isinstance(value, Mapping):
@@ -71,7 +71,7 @@ class Constraint:
     bound: float
 
     def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.bound:g}"
+        return f"{self.metric}{self.op}{self.bound:.15g}"
 
     def satisfied(self, value: Any) -> bool:
         return _real(value) and OPERATORS[self.op](float(value), self.bound)

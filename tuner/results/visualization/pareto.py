@@ -44,8 +44,13 @@ def plot_pareto(trials: pd.DataFrame, meta: ExperimentMeta, x: str | None = None
     ax.scatter(front[best_column(x)], front[best_column(y)], color="#1f77b4", s=40, zorder=3, label="Pareto front")
     if len(names) == 2 and len(front) > 1:
         # The edge of what the front attains: between two points, the y of the one whose x covers the gap.
-        where = "post" if modes[x] == "min" else "pre"
-        ax.step(front[best_column(x)], front[best_column(y)], where=where, color="#1f77b4", alpha=0.5)
+        ax.step(
+            front[best_column(x)],
+            front[best_column(y)],
+            where="post" if modes[x] == "min" else "pre",
+            color="#1f77b4",
+            alpha=0.5,
+        )
     ax.set_xlabel(f"best {x} ({modes[x]})")
     ax.set_ylabel(f"best {y} ({modes[y]})")
     ax.legend(loc="best", fontsize="small")
