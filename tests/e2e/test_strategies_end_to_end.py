@@ -181,3 +181,45 @@ def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
     assert sorted(zip(trials["lr"], trials["hidden"])) == sorted(
         (lr, hidden) for lr in (1e-3, 1e-2, 3e-2) for hidden in (16, 32)
     )
+
+
+def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
+    """Multi-objective TPE, ASHA by Pareto front, a constraint: lr=1e-5 trials are worse in both val_acc and
+    val_loss and break val_loss <= 1.5 (they stay near ln 10 = 2.3), so they rank last and may be stopped."""
+    path = space(tmp_path, "two", epochs=3, num_samples=6, lr="tune.choice([1e-5, 3e-2])")
+    trials, _, out = run_with_output(
+        tmp_path,
+        path,
+        "--search",
+        "optuna",
+        "--scheduler",
+        "asha",
+        "--metric",
+        "val_acc,val_loss",
+        "--mode",
+        "max,min",
+        "--constraints",
+        "val_loss<=1.5",
+        "--max-concurrent",
+        "2",
+        "--name",
+        "two",
+    )
+    assert "tuner: asha compares trials at each rung by Pareto front" in out
+    assert len(trials) == 6 and {"best_val_acc", "best_val_loss", "pareto_rank", "feasible"} <= set(trials.columns)
+    assert trials["feasible"].tolist() == sorted(trials["feasible"], reverse=True)  # feasible ones first
+    assert (trials["feasible"] == (trials["val_loss"] <= 1.5)).all()
+    assert (trials.loc[trials["feasible"], "lr"] == 3e-2).all()
+    stopped = trials[trials["status"] == "stopped early"]
+    assert (stopped["lr"] == 1e-5).all(), stopped  # only dominated trials are stopped
+    if trials["feasible"].any():
+        assert trials.iloc[0]["pareto_rank"] == 1
+        front = trials[trials["feasible"] & (trials["pareto_rank"] == 1)]
+        assert f"pareto front: {len(front)} trials (val_acc max, val_loss min)" in out
+    feasible = int(trials["feasible"].sum())
+    assert f"feasible:   {feasible} of 6 trials meet val_loss<=1.5" in out
+    from tuner.results import analysis, html_report
+
+    experiment = analysis.load(str(tmp_path / "results" / "two"))
+    page = html_report._page(experiment.path, experiment.trials, experiment.history, experiment.meta)
+    assert "<h2>Pareto front</h2>" in page and 'alt="Pareto front"' in page
