@@ -177,6 +177,25 @@ def test_pareto_asha_stops_only_dominated_trials_at_its_rungs():
     assert scheduler.decide("t1", 3, oriented[1]) == TrialScheduler.CONTINUE  # first at rung 3
 
 
+def test_a_fast_model_on_the_front_goes_on_where_asha_on_the_primary_objective_would_stop_it():
+    from types import SimpleNamespace
+
+    from ray.tune.schedulers import ASHAScheduler
+
+    results = [(0.9, 50.0), (0.8, 40.0), (0.3, 1.0)]  # the last: least accurate, by far the fastest
+    asha = ASHAScheduler(metric="val_acc", mode="max", max_t=9, grace_period=1, reduction_factor=3)
+    pareto_asha = ParetoASHA(TWO, max_t=9, grace_period=1, reduction_factor=3)
+    decisions = {}
+    for scheduler in (asha, pareto_asha):
+        for i, (acc, latency) in enumerate(results):
+            trial = SimpleNamespace(trial_id=f"t{i}")
+            scheduler.on_trial_add(None, trial)
+            result = {"training_iteration": 1, "val_acc": acc, "latency_ms": latency}
+            decisions[type(scheduler).__name__, i] = scheduler.on_trial_result(None, trial, result)
+    assert decisions["AsyncHyperBandScheduler", 2] == TrialScheduler.STOP
+    assert decisions["ParetoASHA", 2] == TrialScheduler.CONTINUE
+
+
 def test_hypervolume_of_a_2d_front():
     # Maximize both, reference (0, 0): the staircase of (1, 3), (2, 2), (3, 1) covers 3 + 2 + 1.
     assert pareto.hypervolume_2d(np.array([[1, 3], [2, 2], [3, 1], [1, 1]]), [0, 0]) == 6.0
