@@ -6,7 +6,7 @@ random    the same generator with every grid axis turned into `tune.choice`: `nu
           to the generator as its points_to_evaluate): 24 independent draws from 24 configs would cover
           only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
 optuna    Optuna's TPE sampler (OptunaSearch); with several objectives its multi-objective TPE, and with
-          constraints the sampler's constraints_func (tuner/search/optuna_objectives.py).
+          constraints each trial's violations set on it, which TPE reads (tuner/search/optuna_objectives.py).
 hyperopt  HyperOpt's TPE (HyperOptSearch); HyperOpt is an optional extra, `pip install 'tuner[hyperopt]'`.
 bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler; hpbandster and
           ConfigSpace are an optional extra, `pip install 'tuner[bohb]'`.
