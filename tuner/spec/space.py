@@ -2,9 +2,9 @@
 
 A space module sets module-level names (see README, "Writing a space module"): required `metric`,
 `mode` (unless `metric` maps each metric to its mode), `param_space`, and either `model` and `dataset`
-(tuner's loop trains them; optionally `loss`, `metrics`, `optimizer`) or `train_loop` (the module's own loop; `dataset` optional). `model` and
-`dataset` may name a shipped one. Optional: any setting of `tuner/settings/experiment.py` by its name
-(`epochs`, `workers`, `search`, ...), and `description`.
+(tuner's loop trains them; optionally `loss`, `metrics`, `optimizer`) or `train_loop` (the module's
+own loop; `dataset` optional). `model` and `dataset` may name a shipped one. Optional: any setting of
+`tuner/settings/experiment.py` by its name (`epochs`, `workers`, `search`, ...), and `description`.
 
 Nothing here imports torch or Ray: a mistake is named before either loads.
 """
