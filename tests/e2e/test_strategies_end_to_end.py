@@ -1,5 +1,6 @@
 """Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
 
+import re
 import textwrap
 import time
 
@@ -227,8 +228,13 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
         assert f"pareto front: {len(front)} trials (val_acc max, val_loss min)" in out
     feasible = int(trials["feasible"].sum())
     assert f"feasible:   {feasible} of 6 trials meet val_loss<=1.5" in out
+    from tuner.ray_compat import PICKLED_BY_PATH
     from tuner.results import analysis, html_report
 
+    # The searcher and the scheduler Ray pickles into the saved state are at tuner's stable paths.
+    saved = b"".join(path.read_bytes() for path in (tmp_path / "results" / "two").iterdir() if path.is_file())
+    named = {name.decode() for name in re.findall(rb"tuner\.[A-Za-z_.]+", saved)}
+    assert {"tuner.search.pareto_asha", "tuner.search.optuna_objectives"} <= named <= set(PICKLED_BY_PATH), named
     experiment = analysis.load(str(tmp_path / "results" / "two"))
     page = html_report._page(experiment.path, experiment.trials, experiment.history, experiment.meta)
     assert "<h2>Pareto front</h2>" in page and 'alt="Pareto front"' in page

@@ -23,4 +23,5 @@ PICKLED_BY_PATH = {
     "tuner.execution.stopper": "MetricThreshold",
     "tuner.search.pareto_asha": "ParetoASHA",
     "tuner.search.optuna_objectives": "OptunaObjectives",
+    "tuner.settings.objectives": "Constraint",  # inside OptunaObjectives
 }
