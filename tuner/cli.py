@@ -341,6 +341,7 @@ def _summarize(outcome: "Outcome") -> int:
         )
         return INTERRUPTED if interrupted else 1
     best = scored.iloc[0]
+    _front(trials, meta)
     config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
     print(
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
@@ -359,6 +360,29 @@ def _costs(best: "pd.Series", names: Sequence[str]) -> str:
 
     shown = [(name, best.get(name)) for name in names if pd.notna(best.get(name))]
     return "  ".join(f"{name}={int(value) if name == 'params' else f'{value:.3g}'}" for name, value in shown)
+
+
+FRONT_SHOWN = 5  # the summary's lines of the Pareto front; the report has all of it
+
+
+def _front(trials: "pd.DataFrame", meta: "ExperimentMeta") -> None:
+    """With several objectives, the Pareto front in a few lines; with constraints, how many met them."""
+    from tuner.results import objectives
+
+    objective = meta.objective
+    if objective.constraints:
+        met = int(trials[objectives.FEASIBLE].sum())
+        none = "; none does, so the best trial below breaks one" if not met else ""
+        print(f"feasible:   {met} of {len(trials)} trials meet {', '.join(objective.constraints)}{none}")
+    if not objective.several:
+        return
+    front = objectives.front(trials, objective)
+    names = [best_column(metric) for metric, _ in objective.objectives]
+    print(f"pareto front: {len(front)} trials ({', '.join(f'{m} {mode}' for m, mode in objective.objectives)})")
+    for _, row in front.head(FRONT_SHOWN).iterrows():
+        print(f"  {row['trial_id']}  " + "  ".join(f"{name}={row[name]:.4g}" for name in names))
+    if len(front) > FRONT_SHOWN:
+        print(f"  ... {len(front) - FRONT_SHOWN} more in the report")
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:
@@ -417,7 +441,11 @@ def _report(args: argparse.Namespace) -> int:
 
         print(f"html report: {html_report.write(experiment, trials, history, meta)}", file=sys.stderr)
     table = report.ranked(
-        trials, meta.objective.metric, meta.params, top=args.top or (DEFAULT_TOP if args.format == "md" else None)
+        trials,
+        meta.objective.metric,
+        meta.params,
+        top=args.top or (DEFAULT_TOP if args.format == "md" else None),
+        objective=meta.objective,
     )
     if args.format == "csv":
         print(table.to_csv(index=False), end="")
@@ -426,15 +454,24 @@ def _report(args: argparse.Namespace) -> int:
     else:
         # As the summary and `tuner list` count them; an incomplete trial may still be running.
         counts = report.describe(report.tally(trials, meta))
-        objective = meta.objective
         print(
             f"# {meta.space}: {report.total_trials(trials, meta)} trials ({counts or 'none recorded'}), "
-            f"ranked by best {objective.metric} ({objective.mode})"
-            + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "")
-            + "\n"
+            f"ranked by {_ranked_by(meta)}" + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "") + "\n"
         )
         print(table.to_markdown(index=False, floatfmt=".4g"))
     return 0
+
+
+def _ranked_by(meta: "ExperimentMeta") -> str:
+    """`best val_acc (max)`; with several objectives or constraints, the order tuner/results/objectives.py sorts by."""
+    objective = meta.objective
+    if not objective.several and not objective.constraints:
+        return f"best {objective.metric} ({objective.mode})"
+    from tuner.settings.objectives import describe
+
+    order = ["feasible first (" + ", ".join(objective.constraints) + ")"] if objective.constraints else []
+    order += [f"Pareto front of {describe(objective.objectives)}"] if objective.several else []
+    return ", then ".join([*order, f"best {objective.metric} ({objective.mode})"])
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -50,8 +50,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
         options = dataclasses.replace(options, mlflow=tracking.store(options.mlflow, storage_path))
     earlier = None
     if options.warm_start:
-        objectives = [(spec.objective.metric, spec.objective.mode)]
-        _, earlier = earlier_trials.read(filesystem.normalize(options.warm_start), objectives)
+        _, earlier = earlier_trials.read(filesystem.normalize(options.warm_start), list(spec.objective.objectives))
     plan = search_plan(spec, options.seed, earlier)
     for notice in plan.notices:
         log.info("tuner: %s", notice)
@@ -141,7 +140,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
         resources=meta.resources,
         tuning=dataclasses.replace(meta.tuning, search=search),
     )
-    _, earlier = earlier_trials.read(experiment_path, [(meta.objective.metric, meta.objective.mode)])
+    _, earlier = earlier_trials.read(experiment_path, list(meta.objective.objectives))
     # Another seed per extension: the same one would draw the configs the first run drew.
     seed = meta.seed + len(meta.extensions) + 1
     plan = search_plan(spec, seed, earlier, extend=True)

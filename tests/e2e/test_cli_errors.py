@@ -64,6 +64,21 @@ SPACE_FILES = {
             ["run", "--stop", "accuracy>0.9"],
             "stop condition's metric 'accuracy' is never reported; the loop reports train_loss, val_acc, val_loss",
         ),
+        (["run", "--metric", "val_acc,val_loss", "--mode", "max"], "metric names 2 objective(s) (val_acc, val_loss)"),
+        (["run", "--mode", "max,best"], "argument --mode: must be 'min' or 'max', or a list of them"),
+        (["run", "--constraints", "val_loss = 1"], "argument --constraints: constraint 'val_loss = 1' is not METRIC"),
+        (
+            ["run", "--metric", "val_acc,val_loss", "--mode", "max,min", "--search", "hyperopt"],
+            "hyperopt optimizes one metric, and this space has 2 objectives; use --search optuna",
+        ),
+        (
+            ["run", "--metric", "val_acc,latency_ms", "--mode", "max,min"],
+            "objective 'latency_ms' is never reported; the loop reports train_loss, val_acc, val_loss",
+        ),
+        (
+            ["run", "--constraints", "params<=2e6"],
+            "constraint 'params<=2e6': metric 'params' is never reported",
+        ),
         (
             ["run", "--scheduler", "pb2"],
             "argument --scheduler: must be one of fifo, asha, hyperband, median, pbt, not 'pb2'",

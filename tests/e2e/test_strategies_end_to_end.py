@@ -1,5 +1,6 @@
 """Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
 
+import re
 import textwrap
 import time
 
@@ -181,3 +182,59 @@ def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
     assert sorted(zip(trials["lr"], trials["hidden"])) == sorted(
         (lr, hidden) for lr in (1e-3, 1e-2, 3e-2) for hidden in (16, 32)
     )
+
+
+def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
+    """Multi-objective TPE, ASHA by Pareto front, a constraint: lr=1e-5 trials are worse in both val_acc and
+    val_loss and break val_loss <= 1.5 (they stay near ln 10 = 2.3), so they rank last and may be stopped."""
+    path = space(tmp_path, "two", epochs=3, num_samples=6, lr="tune.choice([1e-5, 3e-2])")
+    trials, history, out = run_with_output(
+        tmp_path,
+        path,
+        "--search",
+        "optuna",
+        "--scheduler",
+        "asha",
+        "--metric",
+        "val_acc,val_loss",
+        "--mode",
+        "max,min",
+        "--constraints",
+        "val_loss<=1.5",
+        "--max-concurrent",
+        "2",
+        "--name",
+        "two",
+    )
+    assert "tuner: asha compares trials at each rung by Pareto front" in out
+    assert len(trials) == 6 and {"best_val_acc", "best_val_loss", "pareto_rank", "feasible"} <= set(trials.columns)
+    assert trials["feasible"].tolist() == sorted(trials["feasible"], reverse=True)  # feasible ones first
+    assert (trials["feasible"] == (trials["val_loss"] <= 1.5)).all()
+    assert (trials.loc[trials["feasible"], "lr"] == 3e-2).all()
+    # Only dominated trials are stopped: at the epoch it stopped, another trial was at least as good in
+    # both objectives and better in one.
+    at = history.set_index(["trial_id", "epoch"])[["val_acc", "val_loss"]]
+    for _, trial in trials[trials["status"] == "stopped early"].iterrows():
+        mine = at.loc[(trial["trial_id"], trial["epochs"])]
+        others = history[(history["epoch"] == trial["epochs"]) & (history["trial_id"] != trial["trial_id"])]
+        assert (
+            (others["val_acc"] >= mine["val_acc"])
+            & (others["val_loss"] <= mine["val_loss"])
+            & ((others["val_acc"] > mine["val_acc"]) | (others["val_loss"] < mine["val_loss"]))
+        ).any(), (trial["trial_id"], history)
+    if trials["feasible"].any():
+        assert trials.iloc[0]["pareto_rank"] == 1
+        front = trials[trials["feasible"] & (trials["pareto_rank"] == 1)]
+        assert f"pareto front: {len(front)} trials (val_acc max, val_loss min)" in out
+    feasible = int(trials["feasible"].sum())
+    assert f"feasible:   {feasible} of 6 trials meet val_loss<=1.5" in out
+    from tuner.ray_compat import PICKLED_BY_PATH
+    from tuner.results import analysis, html_report
+
+    # The searcher and the scheduler Ray pickles into the saved state are at tuner's stable paths.
+    saved = b"".join(path.read_bytes() for path in (tmp_path / "results" / "two").iterdir() if path.is_file())
+    named = {name.decode() for name in re.findall(rb"tuner\.[A-Za-z_.]+", saved)}
+    assert {"tuner.search.pareto_asha", "tuner.search.optuna_objectives"} <= named <= set(PICKLED_BY_PATH), named
+    experiment = analysis.load(str(tmp_path / "results" / "two"))
+    page = html_report._page(experiment.path, experiment.trials, experiment.history, experiment.meta)
+    assert "<h2>Pareto front</h2>" in page and 'alt="Pareto front"' in page

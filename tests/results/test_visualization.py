@@ -251,3 +251,28 @@ def test_html_report_of_an_experiment_whose_trials_all_failed(exp, tmp_path):
     assert all(trial in failures for trial in trials["trial_id"])
     assert failures.count("RuntimeError: out of <memory> & more") == 3
     assert "non-finite loss in epoch 2" in failures
+
+
+def test_two_objectives_and_a_constraint_get_a_pareto_plot_and_section_and_one_objective_none(exp):
+    from tuner.results import objectives
+    from tuner.settings import Objective
+
+    assert "Pareto front" not in html_report._page(exp.path, exp.trials, exp.history, exp.meta)
+    cut = float(exp.trials["val_loss"].median())
+    objective = Objective(["val_acc", "val_loss"], ["max", "min"], constraints=[f"val_loss <= {cut}"])
+    meta = dataclasses.replace(exp.meta, objective=objective)
+    best_loss = exp.history.groupby("trial_id")["val_loss"].min()
+    trials = objectives.rank(
+        exp.trials.drop(columns="rank").assign(best_val_loss=exp.trials["trial_id"].map(best_loss)), objective
+    )
+    assert trials["feasible"].sum() == (exp.trials["val_loss"] <= cut).sum() >= 1
+    fig = visualization.plot_pareto(trials, meta)
+    ax = fig.axes[0]
+    assert labelled(ax) and ax.get_xlabel() == "best val_acc (max)" and ax.get_ylabel() == "best val_loss (min)"
+    front = objectives.front(trials, objective)
+    assert ax.get_title().startswith(f"Pareto front: {len(front)} of 4 scored trials")
+    assert {text.get_text() for text in ax.get_legend().get_texts()} >= {"Pareto front", "breaks a constraint"}
+    page = html_report._page(exp.path, trials, exp.history, meta)
+    assert "<h2>Pareto front</h2>" in page and "objectives val_acc (max), val_loss (min)" in page
+    with pytest.raises(ValueError, match="'val_lost' is not an objective"):
+        visualization.plot_pareto(trials, meta, y="val_lost")

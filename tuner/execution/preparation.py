@@ -78,6 +78,10 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> Prepared:
         prepared.parts, private.first_variant(spec.param_space, seed), setup, data=prepared.data, space=spec.name
     )
     check_reported(spec.name, result.metrics, spec.objective.metric)
+    for metric, _ in spec.objective.objectives[1:]:
+        check_reported(spec.name, result.metrics, metric, what="objective")
+    for text, constraint in zip(spec.objective.constraints, spec.objective.constraint_list, strict=True):
+        check_reported(spec.name, result.metrics, constraint.metric, what=f"constraint {text!r}: metric")
     if (stop := spec.budget.stop_condition) is not None:
         check_reported(spec.name, result.metrics, stop.metric, what="stop condition's metric")
     log.info(

@@ -21,4 +21,7 @@ PICKLED_BY_PATH = {
     "tuner.storage.checkpoint_retention": "RetireCheckpoints",
     "tuner.execution.console": "LiveProgress",
     "tuner.execution.stopper": "MetricThreshold",
+    "tuner.search.pareto_asha": "ParetoASHA",
+    "tuner.search.optuna_objectives": "OptunaObjectives",
+    "tuner.settings.objectives": "Constraint",  # inside OptunaObjectives
 }

@@ -8,7 +8,7 @@ and the plots and importances of `tuner.results.visualization` and `tuner.result
     exp.best()                  # the best trial's row, among those that ran to the end or were stopped by the scheduler
     exp.curves()                # epoch x trial table of the metric
     exp.plot_learning_curves()  # matplotlib Figures: also plot_param, plot_parallel_coordinates,
-                                # plot_early_stopping, plot_importance
+                                # plot_early_stopping, plot_importance, plot_pareto (several objectives)
     exp.importance()            # which hyperparameters the score depends on (optuna's fANOVA or PED-ANOVA)
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
-from tuner.results import report, visualization
+from tuner.results import objectives, report, visualization
 from tuner.storage.meta import ExperimentMeta
 
 
@@ -36,6 +36,11 @@ class Experiment:
     @property
     def mode(self) -> str:
         return self.meta.objective.mode
+
+    @property
+    def objective_columns(self) -> list[str]:
+        """`best_<metric>` of each objective, then `pareto_rank` and `feasible` where they apply."""
+        return objectives.columns(self.meta.objective)
 
     @property
     def params(self) -> list[str]:
@@ -59,6 +64,10 @@ class Experiment:
 
     def plot_parallel_coordinates(self) -> Figure:
         return visualization.plot_parallel_coordinates(self.trials, self.meta)
+
+    def plot_pareto(self, x: str | None = None, y: str | None = None) -> Figure:
+        """With several objectives: objective x against y (default the first two), the front marked."""
+        return visualization.plot_pareto(self.trials, self.meta, x=x, y=y)
 
     def plot_early_stopping(self) -> Figure:
         return visualization.plot_early_stopping(self.trials, self.history, self.meta)

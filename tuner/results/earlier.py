@@ -15,8 +15,8 @@ def read(experiment_path: str, objectives: list[tuple[str, str]]) -> tuple[Exper
     """The experiment's meta and scored trials; one line when it is missing, unreadable, or ranks by
     other objectives than `objectives` ((metric, mode) pairs, the primary first)."""
     meta = report.load_meta(experiment_path)  # one line when missing or no tuner experiment
-    ranked_by = [(meta.objective.metric, meta.objective.mode)]
-    if ranked_by != objectives:
+    ranked_by = list(meta.objective.objectives)
+    if ranked_by != list(objectives):
         said = ", ".join(f"{metric} ({mode})" for metric, mode in ranked_by)
         wanted = ", ".join(f"{metric} ({mode})" for metric, mode in objectives)
         raise TunerError(

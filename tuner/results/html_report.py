@@ -20,6 +20,7 @@ from tuner.results.columns import best_column
 from tuner.results.importance import REPEATS, importance
 from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
+from tuner.settings.objectives import describe
 from tuner.storage import filesystem
 from tuner.storage.meta import ExperimentMeta
 
@@ -79,7 +80,10 @@ def _note(text: str) -> str:
 def _summary(experiment_path: str, trials: pd.DataFrame, meta: ExperimentMeta) -> str:
     facts = [
         f"{len(trials)} trials",
-        f"metric {meta.objective.metric} ({meta.objective.mode})",
+        f"metric {meta.objective.metric} ({meta.objective.mode})"
+        if not meta.objective.several
+        else f"objectives {describe(meta.objective.objectives)}",
+        *([f"constraints {', '.join(meta.objective.constraints)}"] if meta.objective.constraints else []),
         f"{meta.budget.epochs} epochs each",
         f"search {meta.tuning.search}",
         f"scheduler {meta.tuning.scheduler}",
@@ -111,8 +115,19 @@ def _ranked(trials: pd.DataFrame, meta: ExperimentMeta, failed: pd.DataFrame) ->
     if trials.empty:
         return _note("No trial was recorded.")
     # The columns `tuner report` prints, so the page and the terminal show the same thing.
-    shown = report.ranked(trials, meta.objective.metric, list(meta.params))
+    shown = report.ranked(trials, meta.objective.metric, list(meta.params), objective=meta.objective)
     return _table(shown.join(trials["error"]) if len(failed) else shown)
+
+
+def _pareto(trials: pd.DataFrame, meta: ExperimentMeta, scored: pd.DataFrame) -> str:
+    if scored.empty:
+        return _note("No trial has a score, so there is no front yet.")
+    how = (
+        "Trials ranked by non-dominated sorting of their best value of each objective; the front is the "
+        "trials no other trial beats in every objective"
+        + (", among those that meet the constraints." if meta.objective.constraints else ".")
+    )
+    return _note(how) + _image(visualization.plot_pareto(trials, meta), "Pareto front")
 
 
 def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
@@ -178,6 +193,7 @@ def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
     sections = [
         _section("Best trial", _best(scored, failed, meta)),
         _section("Ranked trials", _ranked(trials, meta, failed)),
+        *([_section("Pareto front", _pareto(trials, meta, scored))] if meta.objective.several else []),
         _section("Learning curves", curves),
         _section("Score per hyperparameter", params),
         _section("Parallel coordinates", parallel),

@@ -20,8 +20,10 @@ from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
 from tuner.ray_compat import logs
+from tuner.results import objectives
 from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
+from tuner.settings import Objective
 from tuner.spec.param_space import flatten
 from tuner.storage import filesystem, trial_files
 from tuner.storage import meta as meta_file
@@ -211,7 +213,7 @@ def describe(counts: dict[TrialStatus, int]) -> str:
 
 
 def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
-    metric, mode = meta.objective.metric, meta.objective.mode
+    metric = meta.objective.metric
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
     status = _status(trial, history, epochs_run, meta)
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
@@ -220,9 +222,12 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics:
     last = history.iloc[-1] if len(history) else None
     for name in metrics:  # each metric's value at the trial's last epoch
         row[name] = last[name] if last is not None else math.nan
-    scores = pd.to_numeric(history[metric], errors="coerce").astype(float)
-    best = (scores.idxmax() if mode == "max" else scores.idxmin()) if scores.notna().any() else None
-    row[best_column(metric)] = float(scores[best]) if best is not None else math.nan
+    best = None
+    for name, way in meta.objective.objectives:  # the primary first: its best epoch is the trial's
+        scores = pd.to_numeric(history[name], errors="coerce").astype(float)
+        at = (scores.idxmax() if way == "max" else scores.idxmin()) if scores.notna().any() else None
+        row[best_column(name)] = float(scores[at]) if at is not None else math.nan
+        best = at if name == metric else best
     row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
     row["epochs"] = epochs_run
     row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
@@ -240,8 +245,9 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     meta = load_meta(experiment_path)
     recorded, frames = _recorded_trials(experiment_path, meta)
     metrics = metric_names(list(frames.values()))
-    if meta.objective.metric not in metrics:
-        metrics.insert(0, meta.objective.metric)  # a column even before any trial reported it
+    for position, (name, _) in enumerate(meta.objective.objectives):
+        if name not in metrics:
+            metrics.insert(position, name)  # a column even before any trial reported it
     histories, rows = [], []
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
     for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
@@ -249,7 +255,10 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append(_trial_row(trial, histories[-1], meta, metrics))
     trials = pd.DataFrame(rows)
     if len(trials):
-        trials = rank(trials, meta.objective.metric, meta.objective.mode)
+        if meta.objective.several or meta.objective.constraints:
+            trials = objectives.rank(trials, meta.objective)
+        else:
+            trials = rank(trials, meta.objective.metric, meta.objective.mode)
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
     trials = trials.reset_index(drop=True)
     history = (
@@ -298,14 +307,17 @@ def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:
     return ordered
 
 
-def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None) -> pd.DataFrame:
-    """The columns that rank trials, top trials first."""
+def ranked(
+    trials: pd.DataFrame, metric: str, params: list[str], top: int | None = None, objective: Objective | None = None
+) -> pd.DataFrame:
+    """The columns that rank trials, top trials first; with `objective`, every objective's best value,
+    the Pareto front and feasibility where they apply."""
     columns = [
         "rank",
         "trial_id",
         "status",
         *params,
-        best_column(metric),
+        *(objectives.columns(objective) if objective is not None else [best_column(metric)]),
         "best_epoch",
         "epochs",
         "time_s",

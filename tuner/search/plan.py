@@ -11,7 +11,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
 from tuner.search import schedulers, searchers, warm_start
-from tuner.settings import Budget, Tuning
+from tuner.settings import Budget, Objective, Tuning
 from tuner.spec.space import ExperimentSpec
 
 
@@ -25,8 +25,8 @@ class SearchPlan:
     notices: tuple[str, ...]  # one line each, printed before the first trial
     seed: int
     space: dict[str, Any]  # the space's own param_space, which the searcher draws from
+    objective: Objective  # the objectives and constraints the searcher and the scheduler get
     warm: warm_start.WarmStart | None = None  # earlier trials the searcher starts from
-    objectives: tuple[tuple[str, str], ...] = ()  # (metric, mode) of each objective, the primary first
 
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
@@ -38,7 +38,8 @@ class SearchPlan:
             self.seed,
             max_concurrent,
             warm=self.warm,
-            objectives=list(self.objectives),
+            objectives=self.objective.objectives,
+            constraints=self.objective.constraint_list,
         )
 
     @property
@@ -55,12 +56,14 @@ def plan(
     where num_samples counts the trials to add)."""
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
     if tuning.search == "auto":
-        choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs)
+        choice = searchers.choose(
+            spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(spec.objective.objectives)
+        )
         tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
         num_samples = choice.num_samples
         notices.append(choice.reason)
     try:
-        searchers.check(tuning.search, spec.param_space)
+        searchers.check(tuning.search, spec.param_space, len(spec.objective.objectives))
         schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
     except TunerError as error:
         raise TunerError(f"space {spec.name}: {error}") from None
@@ -87,6 +90,8 @@ def plan(
             searchers.grid_notice(tuning.search, spec.param_space, num_samples),
             searchers.random_notice(tuning.search, spec.param_space, num_samples, already_run),
             warm.notice if warm is not None else None,
+            searchers.constraints_notice(tuning.search, spec.objective.constraint_list),
+            schedulers.stopping_notice(tuning.scheduler, spec.objective.objectives),
         )
         if notice
     ]
@@ -96,11 +101,16 @@ def plan(
         num_samples=searchers.trials(tuning.search, spec.param_space, num_samples, already_run),
         param_space=searchers.tuner_space(tuning.search, spec.param_space),
         scheduler=schedulers.trial_scheduler(
-            tuning.scheduler, tuning.search, spec.param_space, spec.budget.epochs, tuning.pbt_mutable
+            tuning.scheduler,
+            tuning.search,
+            spec.param_space,
+            spec.budget.epochs,
+            tuning.pbt_mutable,
+            spec.objective.objectives,
         ),
         notices=tuple(notices),
         seed=seed,
         space=spec.param_space,
         warm=warm,
-        objectives=((spec.objective.metric, spec.objective.mode),),
+        objective=spec.objective,
     )

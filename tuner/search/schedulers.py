@@ -2,7 +2,8 @@
 derived from the space: every budget is counted in epochs (Tune's training_iteration).
 
 fifo       run every trial to the end (Ray's default).
-asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3.
+asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3; with several
+           objectives the same rungs ranked by Pareto front (tuner/search/pareto_asha.py).
 hyperband  HyperBandScheduler with the same budget (HyperBandForBOHB under --search bohb).
 median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
 pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
@@ -84,12 +85,33 @@ def retires_checkpoints(scheduler: str) -> bool:
     return scheduler != "pbt"
 
 
+def stopping_notice(scheduler: str, objectives: Sequence[tuple[str, str]]) -> str | None:
+    """With several objectives, the one line that says what the scheduler stops trials by: asha by Pareto
+    front, the others (Ray's, which take one metric) by the primary objective."""
+    if len(objectives) < 2 or scheduler == "fifo":
+        return None
+    if scheduler == "asha":
+        return "asha compares trials at each rung by Pareto front: a trial is stopped only when others dominate it"
+    metric, mode = objectives[0]
+    return f"{scheduler} takes one metric: it stops trials by the primary objective, {metric} ({mode}), alone"
+
+
 def trial_scheduler(
-    scheduler: str, search: str, param_space: dict[str, Any], epochs: int, mutable: Sequence[str] | None = None
+    scheduler: str,
+    search: str,
+    param_space: dict[str, Any],
+    epochs: int,
+    mutable: Sequence[str] | None = None,
+    objectives: Sequence[tuple[str, str]] = (),
 ) -> TrialScheduler | None:
     """The scheduler for TuneConfig(scheduler=...); the combination is checked before, by `check`."""
     if search == "bohb":
         return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if scheduler == "asha" and len(objectives) > 1:
+        from tuner.search.pareto_asha import ParetoASHA
+
+        grace_period, reduction_factor = ASHA_SHAPE
+        return ParetoASHA(objectives, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor)
     if scheduler == "asha":
         grace_period, reduction_factor = ASHA_SHAPE
         return ASHAScheduler(

@@ -5,7 +5,8 @@ random    the same generator with every grid axis turned into `tune.choice`: `nu
           Over a space of only grid axes and choices, distinct configs (drawn without replacement, handed
           to the generator as its points_to_evaluate): 24 independent draws from 24 configs would cover
           only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
-optuna    Optuna's TPE sampler (OptunaSearch).
+optuna    Optuna's TPE sampler (OptunaSearch); with several objectives its multi-objective TPE, and with
+          constraints each trial's violations set on it, which TPE reads (tuner/search/optuna_objectives.py).
 hyperopt  HyperOpt's TPE (HyperOptSearch); HyperOpt is an optional extra, `pip install 'tuner[hyperopt]'`.
 bohb      BOHB (TuneBOHB), always paired with its own HyperBandForBOHB scheduler; hpbandster and
           ConfigSpace are an optional extra, `pip install 'tuner[bohb]'`.
@@ -20,6 +21,7 @@ searcher cannot sample (lists, dicts) is an error before any trial starts.
 import importlib.util
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +31,7 @@ from ray.tune.search.sample import Categorical, Domain
 from tuner.errors import TunerError
 from tuner.search import schedulers, warm_start
 from tuner.settings.experiment import SEARCHES
+from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import is_constant, is_grid
 
 MODEL_BASED = ("optuna", "hyperopt", "bohb")
@@ -75,9 +78,14 @@ def check_installed(search: str) -> None:
         raise TunerError(f"--search {search} needs {libraries}, an optional extra: pip install 'tuner[{search}]'")
 
 
-def check(search: str, param_space: dict[str, Any]) -> None:
+def check(search: str, param_space: dict[str, Any], objectives: int = 1) -> None:
     if search not in SEARCHES:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
+    if objectives > 1 and search in EXTRAS:
+        raise TunerError(
+            f"{search} optimizes one metric, and this space has {objectives} objectives; use --search optuna "
+            "(multi-objective TPE) or random"
+        )
     check_installed(search)
     if search in MODEL_BASED:
         for key in grid_axes(param_space):
@@ -86,6 +94,16 @@ def check(search: str, param_space: dict[str, Any]) -> None:
                     f"{search} cannot sample grid axis {key}, whose values are not numbers or strings; "
                     "use --search grid or random"
                 )
+
+
+def constraints_notice(search: str, constraints: Sequence[Constraint]) -> str | None:
+    """The one line that says the searcher does not steer by the constraints: only optuna does."""
+    if not constraints or search == "optuna":
+        return None
+    return (
+        f"{search} proposes configs without regard to the constraints ({', '.join(map(str, constraints))}); "
+        "the report marks the trials that break one (--search optuna steers clear of them)"
+    )
 
 
 def grid_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
@@ -167,7 +185,9 @@ class AutoChoice:
     reason: str  # the one line printed before the first trial
 
 
-def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int) -> AutoChoice:
+def choose(
+    param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int, objectives: int = 1
+) -> AutoChoice:
     """What --search auto runs. A finite space small enough to run whole: every config once, in random
     order (random draws without replacement; unlike grid order, a time budget that ends the search early
     leaves an even sample), under ASHA when the epochs leave it a rung to stop at. Otherwise TPE with
@@ -176,7 +196,10 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs
 
     Evidence (bench/search_efficiency.py, 5 seeds, the 24-config digits space run whole): random + ASHA
     reached grid's best within 0.5 pp in 5/5 seeds with a median 0.245 (9 epochs) and 0.151 (27 epochs)
-    of grid's trial-epochs, and grid + FIFO needed 0.273 and 0.241 of its own to get there."""
+    of grid's trial-epochs, and grid + FIFO needed 0.273 and 0.241 of its own to get there.
+
+    With several objectives the same: random over a small finite space, else optuna's multi-objective
+    TPE (bench/multi_objective.py measures it against random), under ASHA by Pareto front."""
     axes = discrete_axes(param_space)
     count = None if axes is None else distinct_configs(axes)
     whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
@@ -198,7 +221,8 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs
     if scheduler == "pbt":
         return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
     chosen = "asha" if scheduler == "fifo" else scheduler
-    return AutoChoice("optuna", chosen, whole, f"search auto: optuna (TPE) with {chosen}, {whole} configs ({why})")
+    tpe = "multi-objective TPE" if objectives > 1 else "TPE"
+    return AutoChoice("optuna", chosen, whole, f"search auto: optuna ({tpe}) with {chosen}, {whole} configs ({why})")
 
 
 def tuner_space(search: str, param_space: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +237,8 @@ def search_algorithm(
     seed: int,
     max_concurrent: int = 0,
     warm: warm_start.WarmStart | None = None,
-    objectives: list[tuple[str, str]] | None = None,
+    objectives: Sequence[tuple[str, str]] = (),
+    constraints: Sequence[Constraint] = (),
 ) -> Any:
     """The search algorithm for TuneConfig(search_alg=...) over `tuner_space(search, param_space)`,
     limited to `max_concurrent` trials at once (0: no limit), seeded with the earlier trials of `warm`
@@ -242,11 +267,17 @@ def search_algorithm(
 
         # A warm start's study, already holding the earlier trials, is loaded from the storage it comes in.
         storage = (
-            warm_start.optuna_storage(warm, tuner_space(search, param_space), objectives or [])
+            warm_start.optuna_storage(warm, tuner_space(search, param_space), list(objectives))
             if warm is not None
             else None
         )
-        searcher: tune.search.Searcher = OptunaSearch(seed=seed, storage=storage)
+        searcher: tune.search.Searcher
+        if len(objectives) > 1 or constraints:
+            from tuner.search.optuna_objectives import OptunaObjectives
+
+            searcher = OptunaObjectives(objectives, constraints, seed=seed, storage=storage)
+        else:
+            searcher = OptunaSearch(seed=seed, storage=storage)
     elif search == "hyperopt":
         from ray.tune.search.hyperopt import HyperOptSearch
 

@@ -9,12 +9,13 @@ these same names.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from tuner.settings import budgets
 from tuner.settings.declaration import check, required, setting
-from tuner.settings.kinds import AUTO, Name, Names, Number, NumberOrAuto, OneOf, Parsed, Whole
+from tuner.settings.kinds import AUTO, Names, Number, NumberOrAuto, OneOf, Parsed, Whole
+from tuner.settings.objectives import Constraint, Constraints, Metrics, Modes, Pairs, pairs, parse_constraint
 
-MODES = ("min", "max")
 SEARCHES = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 STRATEGIES = ("ddp", "dp", "fsdp", "pipeline")  # how a trial spreads over its workers or GPUs
@@ -23,11 +24,63 @@ PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")  # the arithmetic a GPU tr
 
 @dataclass(frozen=True)
 class Objective:
-    metric: str = required(Name(), "the reported metric trials are ranked by (any name the loop reports)")
-    mode: str = required(OneOf(MODES), "whether a higher (max) or lower (min) metric is better")
+    """What ranks the trials. `metric` and `mode` read as the primary (first) objective's plain strings
+    once built; `objectives` holds every (metric, mode) pair, `constraints` the outcome constraints."""
+
+    metric: str = required(
+        Metrics(),
+        "the reported metric trials are ranked by (any name the loop reports); several, comma-separated "
+        "(a list, or a mapping of each to its mode, in a space module), are traded off on a Pareto front",
+    )
+    mode: str = setting(
+        None,
+        Modes(),
+        "whether a higher (max) or lower (min) metric is better; one per metric, comma-separated",
+        optional=True,
+    )
+    constraints: tuple[str, ...] = setting(
+        (),
+        Constraints(),
+        'outcome constraints a trial must meet to rank above those that do not, comma-separated: "latency_ms<=5"',
+    )
+    # No option of its own: what metric and mode declare, as tuner.json records it.
+    objectives: tuple[tuple[str, str], ...] = setting((), Pairs(), "every objective as (metric, mode)", flag=None)
 
     def __post_init__(self) -> None:
         check(self)
+        found = pairs(self.metric, self.mode, self.objectives)
+        object.__setattr__(self, "objectives", found)
+        object.__setattr__(self, "metric", found[0][0])
+        object.__setattr__(self, "mode", found[0][1])
+        object.__setattr__(self, "constraints", tuple(self.constraints))
+
+    @property
+    def several(self) -> bool:
+        """More than one objective: trials are ranked by Pareto front."""
+        return len(self.objectives) > 1
+
+    @property
+    def constraint_list(self) -> tuple[Constraint, ...]:
+        return tuple(parse_constraint(text) for text in self.constraints)
+
+    @property
+    def reported(self) -> list[str]:
+        """Every metric the loop must report: the objectives', then the constraints'."""
+        names = dict.fromkeys(metric for metric, _ in self.objectives)
+        names.update(dict.fromkeys(constraint.metric for constraint in self.constraint_list))
+        return list(names)
+
+    def overridden(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The command line's metric or mode, completed from this objective (`--mode max,max` keeps the
+        metrics), the recorded pairs derived again from them."""
+        if "metric" not in given and "mode" not in given:
+            return given
+        return {
+            "metric": [name for name, _ in self.objectives],
+            "mode": [way for _, way in self.objectives],
+            **given,
+            "objectives": (),
+        }
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Space modules: plain Python files that declare one experiment, loaded and checked before Ray starts.
 
 A space module sets module-level names (see README, "Writing a space module"): required `metric`,
-`mode`, `param_space`, and either `model` and `dataset` (tuner's loop trains them; optionally `loss`,
-`metrics`, `optimizer`) or `train_loop` (the module's own loop; `dataset` optional). `model` and
-`dataset` may name a shipped one. Optional: any setting of `tuner/settings/experiment.py` by its name
-(`epochs`, `workers`, `search`, ...), and `description`.
+`mode` (unless `metric` maps each metric to its mode), `param_space`, and either `model` and `dataset`
+(tuner's loop trains them; optionally `loss`, `metrics`, `optimizer`) or `train_loop` (the module's
+own loop; `dataset` optional). `model` and `dataset` may name a shipped one. Optional: any setting of
+`tuner/settings/experiment.py` by its name (`epochs`, `workers`, `search`, ...), and `description`.
 
 Nothing here imports torch or Ray: a mistake is named before either loads.
 """
@@ -79,7 +79,7 @@ class ExperimentSpec:
     def of(cls, name: str, **values: Any) -> "ExperimentSpec":
         """A spec from flat names: `metric`, `mode`, `param_space`, the parts, and any setting by its name
         (`epochs=20`), as a space module declares them."""
-        if missing := [key for key in REQUIRED if key not in values]:
+        if missing := [key for key in REQUIRED if key not in values and not _mode_in_metric(key, values)]:
             raise TunerError(f"space {name}: give {', '.join(missing)}; see README 'Writing a space module'")
         grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         rest = {}
@@ -112,12 +112,19 @@ class ExperimentSpec:
         changes: dict[str, Any] = {"param_space": {**self.param_space, **(fixed or {})}}
         for group in GROUPS:
             given = {key: value for key, value in settings.items() if value is not None and SETTING_NAMES[key] == group}
+            if group == "objective":
+                given = self.objective.overridden(given)
             if given:
                 try:
                     changes[group] = dataclasses.replace(getattr(self, group), **given)
                 except TunerError as error:
                     raise TunerError(f"space {self.name}: {error}") from None
         return dataclasses.replace(self, **changes)
+
+
+def _mode_in_metric(key: str, values: Mapping[str, Any]) -> bool:
+    """`metric = {"val_acc": "max", "latency_ms": "min"}` gives each objective's mode: no `mode` needed."""
+    return key == "mode" and isinstance(values.get("metric"), Mapping)
 
 
 def available() -> list[str]:
@@ -167,7 +174,7 @@ def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
 
 
 def from_module(module: ModuleType, name: str, source: str, local_modules: tuple[str, ...] = ()) -> ExperimentSpec:
-    missing = [key for key in REQUIRED if not hasattr(module, key)]
+    missing = [key for key in REQUIRED if not hasattr(module, key) and not _mode_in_metric(key, vars(module))]
     if not hasattr(module, "train_loop"):
         missing += [key for key in ("model", "dataset") if not hasattr(module, key)]
     if missing:

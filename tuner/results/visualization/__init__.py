@@ -11,5 +11,13 @@ from tuner.results.visualization.importance import plot_importance
 from tuner.results.visualization.learning_curves import plot_learning_curves
 from tuner.results.visualization.parallel_coordinates import plot_parallel_coordinates
 from tuner.results.visualization.param import plot_param
+from tuner.results.visualization.pareto import plot_pareto
 
-__all__ = ["plot_early_stopping", "plot_importance", "plot_learning_curves", "plot_parallel_coordinates", "plot_param"]
+__all__ = [
+    "plot_early_stopping",
+    "plot_importance",
+    "plot_learning_curves",
+    "plot_parallel_coordinates",
+    "plot_param",
+    "plot_pareto",
+]
