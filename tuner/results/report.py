@@ -312,16 +312,18 @@ def ranked(
 ) -> pd.DataFrame:
     """The columns that rank trials, top trials first; with `objective`, every objective's best value,
     the Pareto front and feasibility where they apply."""
+    ranked_by = objectives.columns(objective) if objective is not None else [best_column(metric)]
     columns = [
         "rank",
         "trial_id",
         "status",
         *params,
-        *(objectives.columns(objective) if objective is not None else [best_column(metric)]),
+        *ranked_by,
         "best_epoch",
         "epochs",
         "time_s",
-        *COSTS,  # the model's, as the last epoch reported them
+        # the model's, as the last epoch reported them; an objective's best value already shows
+        *(cost for cost in COSTS if best_column(cost) not in ranked_by),
         "device",
         "gpu_peak_gib",
     ]
