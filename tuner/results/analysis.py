@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
-from tuner.results import report, visualization
+from tuner.results import report, stops, visualization
+from tuner.storage import decisions
 from tuner.storage.meta import ExperimentMeta
 
 
@@ -61,7 +62,9 @@ class Experiment:
         return visualization.plot_parallel_coordinates(self.trials, self.meta)
 
     def plot_early_stopping(self) -> Figure:
-        return visualization.plot_early_stopping(self.trials, self.history, self.meta)
+        return visualization.plot_early_stopping(
+            self.trials, self.history, self.meta, stops.frame(decisions.read(self.path))
+        )
 
     def importance(self) -> pd.DataFrame:
         """param, importance, std per hyperparameter, most important first; needs 4 scored trials."""

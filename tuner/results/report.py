@@ -20,10 +20,11 @@ from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
 from tuner.ray_compat import logs
+from tuner.results import stops
 from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
 from tuner.spec.param_space import flatten
-from tuner.storage import filesystem, trial_files
+from tuner.storage import decisions, filesystem, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 from tuner.training.result_keys import BOOKKEEPING
@@ -187,7 +188,9 @@ def describe(counts: dict[TrialStatus, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in counts.items())
 
 
-def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
+def _trial_row(
+    trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     metric, mode = meta.objective.metric, meta.objective.mode
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
     status = _status(trial, history, epochs_run, meta)
@@ -202,6 +205,7 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics:
     row[best_column(metric)] = float(scores[best]) if best is not None else math.nan
     row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
     row["epochs"] = epochs_run
+    row["stopped_because"] = stops.stopped_because(trial.trial_id, status, stopped, meta)
     row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
     # Where it trained (cpu, cuda:0) and its most GPU memory in any epoch (rank 0's; NaN on the CPU).
     row["device"] = last["device"] if last is not None and pd.notna(last["device"]) else ""
@@ -220,10 +224,11 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     if meta.objective.metric not in metrics:
         metrics.insert(0, meta.objective.metric)  # a column even before any trial reported it
     histories, rows = [], []
+    stopped = stops.stop_rows(decisions.read(experiment_path))
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
     for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
         histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta.params, metrics))
-        rows.append(_trial_row(trial, histories[-1], meta, metrics))
+        rows.append(_trial_row(trial, histories[-1], meta, metrics, stopped))
     trials = pd.DataFrame(rows)
     if len(trials):
         trials = rank(trials, meta.objective.metric, meta.objective.mode)
@@ -285,9 +290,12 @@ def ranked(trials: pd.DataFrame, metric: str, params: list[str], top: int | None
         best_column(metric),
         "best_epoch",
         "epochs",
+        "stopped_because",
         "time_s",
         "device",
         "gpu_peak_gib",
     ]
     shown = trials[[c for c in columns if c in trials.columns]]
+    if "stopped_because" in shown and not shown["stopped_because"].astype(bool).any():
+        shown = shown.drop(columns="stopped_because")  # nothing was stopped early: no empty column
     return shown if top is None else shown.head(top)

@@ -25,8 +25,9 @@ from ray.tune.schedulers import (
     MedianStoppingRule,
     PopulationBasedTraining,
     TrialScheduler,
+    async_hyperband,
+    hyperband,
 )
-from ray.tune.schedulers import async_hyperband, hyperband
 
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
@@ -46,9 +47,11 @@ class Recording:
     def record_to(self, sink: Sink) -> None:
         self.sink = sink
 
-    def _record(self, trial: Trial, result: dict[str, Any], time_attr: str, metric: str, mode: str, **fields: Any) -> None:
+    def _record(self, trial: Trial, result: dict[str, Any], **fields: Any) -> None:
         if self.sink is None:
             return
+        # Every Ray scheduler keeps these three under these names.
+        time_attr, metric, mode = (getattr(self, name) for name in ("_time_attr", "_metric", "_mode"))
         iteration = result.get(time_attr)
         row: Row = {
             "scheduler": self.name,
@@ -87,7 +90,7 @@ class _Rungs(async_hyperband._Bracket):
     def cutoff(self, recorded: dict[str, float]) -> Any:
         value = super().cutoff(recorded)
         milestone = next(m for m, rung in self._rungs if rung is recorded)
-        self.compared = (milestone, None if value is None else float(value))
+        self.compared = (milestone, None if value is None else float(value))  # type: ignore[arg-type]
         return value
 
 
@@ -118,11 +121,8 @@ class RecordingASHA(Recording, AsyncHyperBandScheduler):
         self._record(
             trial,
             result,
-            self._time_attr,
-            self._metric,
-            self._mode,
             decision=STOP if action == TrialScheduler.STOP else CONTINUE,
-            value=_number(result[self._metric]),
+            value=_number(result[str(self._metric)]),
             cutoff=None if cutoff is None else op * cutoff,  # Ray's cutoff is of metric_op * value
             rung=_number(rung),
             bracket=self._brackets.index(bracket) if len(self._brackets) > 1 else None,
@@ -155,9 +155,6 @@ class RecordingMedian(Recording, MedianStoppingRule):
         self._record(
             trial,
             result,
-            self._time_attr,
-            self._metric,
-            self._mode,
             decision=STOP if action == TrialScheduler.STOP else CONTINUE,
             value=_number(self._best_result(trial)),
             cutoff=_number(np.median(means)),
@@ -201,20 +198,18 @@ class RecordingBOHB(Recording, HyperBandForBOHB):
         action = super()._process_bracket(tune_controller, bracket)
         while isinstance(bracket, _Halving) and bracket.halvings:
             rung, good, bad, results = bracket.halvings.pop(0)
-            kept = [results[t][self._metric] for t in good if results.get(t)]
+            metric = str(self._metric)
+            kept = [results[t][metric] for t in good if results.get(t)]
             cutoff = (min if self._mode == "max" else max)(kept) if kept else None
             for trial, decision in [*((t, CONTINUE) for t in good), *((t, STOP) for t in bad)]:
                 result = results.get(trial) or {}
-                if self._metric not in result:
+                if metric not in result:
                     continue
                 self._record(
                     trial,
                     result,
-                    self._time_attr,
-                    self._metric,
-                    self._mode,
                     decision=decision,
-                    value=_number(result[self._metric]),
+                    value=_number(result[metric]),
                     cutoff=_number(cutoff),
                     rung=_number(rung),
                 )
@@ -255,7 +250,7 @@ class RecordingPBT(Recording, PopulationBasedTraining):
         donor_config = dict(trial_to_clone.config)
         self._operations = None
         super()._exploit(tune_controller, trial, trial_to_clone)
-        operations = self._operations or {}
+        operations: dict[str, Any] = self._operations or {}
         changes = {
             key: [donor_config.get(key), trial.config.get(key), operations.get(key)]
             for key in self._hyperparam_mutations
@@ -264,9 +259,6 @@ class RecordingPBT(Recording, PopulationBasedTraining):
         self._record(
             trial,
             result,
-            self._time_attr,
-            self._metric,
-            self._mode,
             decision=EXPLOIT,
             value=None if score is None else _number(op * score),
             cutoff=None if self._lower_best is None else _number(op * self._lower_best),
