@@ -424,7 +424,8 @@ def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: 
     else:
         trial = trials[trials["trial_id"] == trial_id].iloc[0]
         because = f" ({trial['stopped_because']})" if trial.get("stopped_because") else ""
-        print(f"# trial {trial_id}: {trial['status']} after {trial['epochs']} epochs{because}\n")
+        epochs = int(trial["epochs"])
+        print(f"# trial {trial_id}: {trial['status']} after {epochs} epoch{'' if epochs == 1 else 's'}{because}\n")
         if table.empty:
             print("no scheduler decisions recorded for this trial (fifo, or it never reached a rung)")
         else:

@@ -1,5 +1,6 @@
 """Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
 
+import json
 import textwrap
 import time
 
@@ -76,6 +77,26 @@ def test_asha_stops_bad_configs_early(tmp_path):
     assert trials.iloc[0]["status"] == "finished" and trials.iloc[0]["lr"] == 3e-2
     assert stopped["best_val_acc"].mean() < full["best_val_acc"].mean()
     assert len(history) == trials["epochs"].sum() < 6 * 9
+    # Why each stopped: ASHA's comparison at the rung it stopped at, its last epoch; nothing for the rest.
+    assert stopped["stopped_because"].str.fullmatch(r"asha: val_acc \S+ < cutoff \S+ at epoch \d+ \(rung \d+\)").all()
+    for _, trial in stopped.iterrows():
+        assert f"at epoch {trial['epochs']} (rung {trial['epochs']})" in trial["stopped_because"]
+    assert full["stopped_because"].isna().all()  # empty in the CSV
+    # Every decision is a value the trial reported at that epoch, judged against the cutoff as ASHA does.
+    rows = [json.loads(line) for line in (tmp_path / "results" / "asha" / "decisions.jsonl").read_text().splitlines()]
+    assert {row["trial_id"] for row in rows if row["decision"] == "stop"} == set(stopped["trial_id"])
+    reported = history.set_index(["trial_id", "epoch"])["val_acc"]
+    for row in rows:
+        assert row["scheduler"] == "asha" and row["epoch"] == row["rung"] in (1, 3)
+        assert row["value"] == pytest.approx(reported[(row["trial_id"], row["epoch"])])
+        if row["decision"] == "stop":
+            assert row["value"] < row["cutoff"]
+        assert row["cutoff"] is None or row["decision"] == "stop" or row["value"] >= row["cutoff"]
+    # One trial's history of decisions.
+    victim = stopped.iloc[0]["trial_id"]
+    shown = run_tuner("report", "results/asha", "--trial", victim, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert stopped.iloc[0]["stopped_because"] in shown.stdout and "| stop " in shown.stdout
 
 
 def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):

@@ -100,7 +100,7 @@ def _bars(ax: Axes, trials: pd.DataFrame, budget: int, compared: pd.DataFrame) -
             if (row := why.get(trial_id)) is not None:
                 sign = ">" if row.mode == "min" else "<"
                 ax.annotate(
-                    f"{row.value:.3g} {sign} {row.cutoff:.3g}", (epochs, y), xytext=(3, 0),
+                    f"{row.value:.3g} {sign} {row.cutoff:.3g}", (epochs, y), xytext=(6, 0),
                     textcoords="offset points", va="center", fontsize=7,
                 )  # fmt: skip
     else:
