@@ -33,6 +33,12 @@ def space(workdir, name, epochs=9, num_samples=6, lr="tune.choice([1e-5, 1e-5, 3
     return f"{name}.py"
 
 
+def decisions(workdir, name):
+    """The scheduler's decisions of experiment `name`, as the driver appended them."""
+    path = workdir / "results" / name / "decisions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def run(workdir, *args):
     trials, history, _ = run_with_output(workdir, *args)
     return trials, history
@@ -83,7 +89,7 @@ def test_asha_stops_bad_configs_early(tmp_path):
         assert f"at epoch {trial['epochs']} (rung {trial['epochs']})" in trial["stopped_because"]
     assert full["stopped_because"].isna().all()  # empty in the CSV
     # Every decision is a value the trial reported at that epoch, judged against the cutoff as ASHA does.
-    rows = [json.loads(line) for line in (tmp_path / "results" / "asha" / "decisions.jsonl").read_text().splitlines()]
+    rows = decisions(tmp_path, "asha")
     assert {row["trial_id"] for row in rows if row["decision"] == "stop"} == set(stopped["trial_id"])
     reported = history.set_index(["trial_id", "epoch"])["val_acc"]
     for row in rows:
@@ -131,6 +137,14 @@ def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
     started = set(history.loc[history["epoch"] == 1, "lr"])
     assert len(started) >= 2  # the seeded draws differ, and rows of the first epoch were kept
     assert not started & set(exploits["lr"]), (started, exploits[["trial_id", "restored_from", "lr"]])
+    # Each restore from another trial was an exploit the scheduler recorded: who copied whom, and the lr
+    # it perturbed; nobody was stopped.
+    rows = decisions(tmp_path, "pbt")
+    assert {row["decision"] for row in rows} == {"exploit"}
+    copied = {(row["trial_id"], row["clone_of"]) for row in rows}
+    assert set(zip(exploits["trial_id"], exploits["restored_from"])) <= copied
+    assert all(set(row["changes"]) == {"lr"} and row["value"] <= row["cutoff"] for row in rows)
+    assert trials["stopped_because"].isna().all()
 
 
 def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
@@ -152,6 +166,14 @@ def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
     assert summary == f"stopped:    time budget 15s reached; {done} of 50 trials done ({counts})"
     listed = run_tuner("list", "results", cwd=tmp_path).stdout
     assert any("| stopped " in line and counts in line for line in listed.splitlines()), listed
+    # Why: the median rule's comparison where it stopped a trial, the time budget for the rest.
+    rows = decisions(tmp_path, "optuna_median")
+    assert all(row["scheduler"] == "median" for row in rows)
+    assert all((row["value"] < row["cutoff"]) == (row["decision"] == "stop") for row in rows)
+    by_rule = {row["trial_id"] for row in rows if row["decision"] == "stop"}
+    for _, trial in trials[trials["status"] == "stopped early"].iterrows():
+        expected = "median: best val_acc " if trial["trial_id"] in by_rule else "time budget 15s reached"
+        assert trial["stopped_because"].startswith(expected), trial["stopped_because"]
 
 
 def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
@@ -189,6 +211,9 @@ def test_bohb(tmp_path):
     assert len(trials) == 4 and trials["best_val_acc"].notna().all()
     # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
     assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
+    for row in decisions(tmp_path, "bohb"):  # the rungs of brackets that filled, if any did
+        assert row["scheduler"] == "bohb"
+        assert row["value"] <= row["cutoff"] if row["decision"] == "stop" else row["value"] >= row["cutoff"]
 
 
 def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
