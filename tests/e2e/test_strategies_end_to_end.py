@@ -103,6 +103,11 @@ def test_asha_stops_bad_configs_early(tmp_path):
     shown = run_tuner("report", "results/asha", "--trial", victim, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert stopped.iloc[0]["stopped_because"] in shown.stdout and "| stop " in shown.stdout
+    written = (tmp_path / "results" / "asha" / "trials.csv").stat().st_mtime_ns
+    unknown = run_tuner("report", "results/asha", "--trial", "nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.startswith("tuner: error: results/asha has no trial 'nope'; ")
+    assert len(unknown.stderr.splitlines()) == 1
+    assert (tmp_path / "results" / "asha" / "trials.csv").stat().st_mtime_ns == written  # nothing rewritten
 
 
 def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):

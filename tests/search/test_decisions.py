@@ -5,11 +5,13 @@ computed here from the values the test fed: the (1 - 1/rf) percentile of the ear
 
 import numpy as np
 import pytest
+from ray import cloudpickle, tune
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from tuner.search import schedulers
 from tuner.search.decisions import Recording, RecordingASHA
+from tuner.storage.decisions import DecisionFile
 
 
 def _feed(scheduler, values: dict[int, list[float]], epochs: int, one_at_a_time: bool) -> tuple[list, dict, list]:
@@ -108,3 +110,17 @@ def test_recording_leaves_rays_decisions_as_they_were():
     ray_asha = ASHAScheduler(time_attr="training_iteration", max_t=epochs, grace_period=1, reduction_factor=3)
     _, ray_last, ray_actions = _feed(ray_asha, values, epochs, False)
     assert recorded == ray_actions and list(recorded_last.values()) == list(ray_last.values())
+
+
+@pytest.mark.parametrize("name", ["asha", "hyperband", "median", "pbt"])
+def test_a_scheduler_and_its_decision_file_survive_the_pickling_of_a_saved_experiment(name):
+    # Ray pickles the scheduler into the experiment (tuner.pkl) and `tuner resume` unpickles it: the file
+    # it records to must come back with it, and be found from the trials, not from a path of the first run.
+    scheduler = schedulers.trial_scheduler(name, "random", {"lr": tune.loguniform(1e-4, 1e-1)}, 9)
+    scheduler.record_to(DecisionFile())
+    restored = cloudpickle.loads(cloudpickle.dumps(scheduler))  # as Ray writes tuner.pkl
+    assert type(restored) is type(scheduler) and isinstance(restored.sink, DecisionFile)
+    # By module path, not by value: the saved experiment names tuner.search.decisions (PICKLED_BY_PATH).
+    assert b"tuner.search.decisions" in cloudpickle.dumps(scheduler)
+    assert restored.name == scheduler.name
+    restored.sink(Trial("__fake", stub=True), {"decision": "stop"})  # a trial without storage: nothing to write

@@ -19,6 +19,11 @@ def _num(value: Any) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
 
 
+def _short(value: Any) -> str:
+    """A config value in a sentence: floats to 4 significant digits (PBT's perturbed lr has 17)."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def _worse(row: dict[str, Any]) -> str:
     """The comparison that stops a trial: its value below a maximised metric's cutoff, above a minimised."""
     return ">" if row.get("mode") == "min" else "<"
@@ -34,7 +39,7 @@ def describe(row: dict[str, Any]) -> str:
     value, cutoff, epoch = _num(row.get("value")), row.get("cutoff"), row.get("epoch")
     if decision == EXPLOIT:
         changes = "; ".join(
-            f"{key} {old} -> {new}" + (f" ({how})" if how else "")
+            f"{key} {_short(old)} -> {_short(new)}" + (f" ({how})" if how else "")
             for key, (old, new, how) in (row.get("changes") or {}).items()
         )
         return (
