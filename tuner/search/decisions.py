@@ -11,6 +11,10 @@ process, where Ray runs every scheduler, and Ray pickles them with the experimen
 their module path is kept in tuner/ray_compat's PICKLED_BY_PATH.
 
 Values and cutoffs are in the metric's own units (Ray negates a minimised metric inside).
+
+What they read is Ray 2.60's private state (the brackets' `_Bracket` classes, `_trial_info`, `_process_bracket`,
+PBT's `_exploit`); a Ray upgrade that moves it fails tests/search/test_decisions.py (no Ray started) and the
+slow runs in tests/e2e/test_strategies_end_to_end.py, which check the rows against the values reported.
 """
 
 import time
