@@ -101,8 +101,9 @@ class _Rungs(async_hyperband._Bracket):
 class RecordingASHA(Recording, AsyncHyperBandScheduler):
     """Ray's ASHAScheduler. With brackets > 1 it is asynchronous HyperBand (Li et al. 2020, "A System for
     Massively Parallel Hyperparameter Tuning", the ASHA paper's HyperBand): bracket s starts its rungs at
-    grace_period * reduction_factor^s, and a trial joins one bracket when it is added. Nothing waits for a
-    bracket to fill, so no trial is ever paused and any concurrency works."""
+    grace_period * reduction_factor^s, and a trial joins one bracket when it is added (Ray draws it at
+    random with weights exp(rungs of the bracket), where the paper takes them in turn). Nothing waits for
+    a bracket to fill, so no trial is ever paused and any concurrency works."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
