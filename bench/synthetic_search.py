@@ -63,11 +63,9 @@ def run(
 ) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
     (grace period, reduction factor) in place of tuner's default (schedulers.ASHA_SHAPE)."""
-    # Limited as tuner.run limits them by default: as many as fit. Under HyperBand this
-    # limit counts the trials paused at a rung, so a bracket larger than it never fills and nothing is
-    # stopped (576 trial-epochs with the limit, 336 without, one seed); without it, Ray's HyperBand can
-    # leave trials paused in a bracket that never fills and its controller loop spins forever (seen at
-    # 20 seeds), so tuner keeps the limit and --search auto picks ASHA.
+    # Limited as tuner.run limits them by default: as many as fit. Ray's synchronous HyperBand, which
+    # tuner's `hyperband` was until 2026-12-05, stopped nothing under this limit (the paused trials held
+    # the slots: 576 trial-epochs); tuner's `hyperband` is now asynchronous (ASHA with several brackets).
     algorithm = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
     space = searchers.tuner_space(search, param_space)
     with asha_shapes.in_place(shape):

@@ -49,6 +49,6 @@ def test_the_neutral_parts_import_no_stage(part):
         assert not (_tuner_imports(module) & set(STAGES)), f"{module.relative_to(PACKAGE)} imports a stage"
 
 
-@pytest.mark.parametrize("module, name", sorted(PICKLED_BY_PATH.items()))
+@pytest.mark.parametrize("module, name", sorted((m, n) for m, names in PICKLED_BY_PATH.items() for n in names))
 def test_what_ray_pickles_by_path_is_at_its_stable_path(module, name):
     assert isinstance(getattr(importlib.import_module(module), name), type)

@@ -23,6 +23,7 @@ from tuner.settings.run import DEFAULT_STORAGE_PATH
 from tuner.spec import space as space_modules
 from tuner.spec.overrides import parse_sets
 from tuner.storage.filesystem import default_experiment_name
+from tuner.storage.trial_names import trial_id_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -209,6 +210,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     report_cmd.add_argument(
         "--html", action="store_true", help="also write report.html: the table, plots and importance in one file"
+    )
+    report_cmd.add_argument(
+        "--trial", metavar="ID", help="instead of the table, one trial's scheduler decisions: why it went on or stopped"
     )
 
     list_cmd = commands.add_parser("list", help="the experiments under a storage path, newest first")
@@ -428,6 +432,8 @@ def _report(args: argparse.Namespace) -> int:
     experiment = _experiment(args)
     meta = report.load_meta(experiment)
     trials, history = report.read_tables(experiment)
+    if args.trial is not None:
+        return _trial_decisions(experiment, trials, trial_id_of(meta.space, args.trial), args.format)
     try:
         report.save(experiment, trials, history)
     except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
@@ -472,6 +478,31 @@ def _ranked_by(meta: "ExperimentMeta") -> str:
     order = ["feasible first (" + ", ".join(objective.constraints) + ")"] if objective.constraints else []
     order += [f"Pareto front of {describe(objective.objectives)}"] if objective.several else []
     return ", then ".join([*order, f"best {objective.metric} ({objective.mode})"])
+
+
+def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: str) -> int:
+    from tuner.results import stops
+    from tuner.storage import decisions
+
+    ids = [str(i) for i in trials["trial_id"]] if len(trials) else []
+    if trial_id not in ids:
+        shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+        raise TunerError(f"{experiment} has no trial {trial_id!r}; its trials: {shown or 'none recorded'}")
+    table = stops.trial_history(decisions.read(experiment), trial_id)
+    if table_format == "csv":
+        print(table.to_csv(index=False), end="")
+    elif table_format == "json":
+        print(table.to_json(orient="records", indent=1))
+    else:
+        trial = trials[trials["trial_id"] == trial_id].iloc[0]
+        because = f" ({trial['stopped_because']})" if trial.get("stopped_because") else ""
+        epochs = int(trial["epochs"])
+        print(f"# trial {trial_id}: {trial['status']} after {epochs} epoch{'' if epochs == 1 else 's'}{because}\n")
+        if table.empty:
+            print("no scheduler decisions recorded for this trial (fifo, or it never reached a rung)")
+        else:
+            print(table.to_markdown(index=False, floatfmt=".4g"))
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
 
+import json
 import re
 import textwrap
 import time
@@ -31,6 +32,12 @@ param_space = {{
 def space(workdir, name, epochs=9, num_samples=6, lr="tune.choice([1e-5, 1e-5, 3e-2])"):
     (workdir / f"{name}.py").write_text(textwrap.dedent(OBVIOUS.format(epochs=epochs, num_samples=num_samples, lr=lr)))
     return f"{name}.py"
+
+
+def decisions(workdir, name):
+    """The scheduler's decisions of experiment `name`, as the driver appended them."""
+    path = workdir / "results" / name / "decisions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def run(workdir, *args):
@@ -77,6 +84,31 @@ def test_asha_stops_bad_configs_early(tmp_path):
     assert trials.iloc[0]["status"] == "finished" and trials.iloc[0]["lr"] == 3e-2
     assert stopped["best_val_acc"].mean() < full["best_val_acc"].mean()
     assert len(history) == trials["epochs"].sum() < 6 * 9
+    # Why each stopped: ASHA's comparison at the rung it stopped at, its last epoch; nothing for the rest.
+    assert stopped["stopped_because"].str.fullmatch(r"asha: val_acc \S+ < cutoff \S+ at epoch \d+ \(rung \d+\)").all()
+    for _, trial in stopped.iterrows():
+        assert f"at epoch {trial['epochs']} (rung {trial['epochs']})" in trial["stopped_because"]
+    assert full["stopped_because"].isna().all()  # empty in the CSV
+    # Every decision is a value the trial reported at that epoch, judged against the cutoff as ASHA does.
+    rows = decisions(tmp_path, "asha")
+    assert {row["trial_id"] for row in rows if row["decision"] == "stop"} == set(stopped["trial_id"])
+    reported = history.set_index(["trial_id", "epoch"])["val_acc"]
+    for row in rows:
+        assert row["scheduler"] == "asha" and row["epoch"] == row["rung"] in (1, 3)
+        assert row["value"] == pytest.approx(reported[(row["trial_id"], row["epoch"])])
+        if row["decision"] == "stop":
+            assert row["value"] < row["cutoff"]
+        assert row["cutoff"] is None or row["decision"] == "stop" or row["value"] >= row["cutoff"]
+    # One trial's history of decisions.
+    victim = stopped.iloc[0]["trial_id"]
+    shown = run_tuner("report", "results/asha", "--trial", victim, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert stopped.iloc[0]["stopped_because"] in shown.stdout and "| stop " in shown.stdout
+    written = (tmp_path / "results" / "asha" / "trials.csv").stat().st_mtime_ns
+    unknown = run_tuner("report", "results/asha", "--trial", "nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.startswith("tuner: error: results/asha has no trial 'nope'; ")
+    assert len(unknown.stderr.splitlines()) == 1
+    assert (tmp_path / "results" / "asha" / "trials.csv").stat().st_mtime_ns == written  # nothing rewritten
 
 
 def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
@@ -111,6 +143,14 @@ def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
     started = set(history.loc[history["epoch"] == 1, "lr"])
     assert len(started) >= 2  # the seeded draws differ, and rows of the first epoch were kept
     assert not started & set(exploits["lr"]), (started, exploits[["trial_id", "restored_from", "lr"]])
+    # Each restore from another trial was an exploit the scheduler recorded: who copied whom, and the lr
+    # it perturbed; nobody was stopped.
+    rows = decisions(tmp_path, "pbt")
+    assert {row["decision"] for row in rows} == {"exploit"}
+    copied = {(row["trial_id"], row["clone_of"]) for row in rows}
+    assert set(zip(exploits["trial_id"], exploits["restored_from"])) <= copied
+    assert all(set(row["changes"]) == {"lr"} and row["value"] <= row["cutoff"] for row in rows)
+    assert trials["stopped_because"].isna().all()
 
 
 def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
@@ -132,6 +172,14 @@ def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
     assert summary == f"stopped:    time budget 15s reached; {done} of 50 trials done ({counts})"
     listed = run_tuner("list", "results", cwd=tmp_path).stdout
     assert any("| stopped " in line and counts in line for line in listed.splitlines()), listed
+    # Why: the median rule's comparison where it stopped a trial, the time budget for the rest.
+    rows = decisions(tmp_path, "optuna_median")
+    assert all(row["scheduler"] == "median" for row in rows)
+    assert all((row["value"] < row["cutoff"]) == (row["decision"] == "stop") for row in rows)
+    by_rule = {row["trial_id"] for row in rows if row["decision"] == "stop"}
+    for _, trial in trials[trials["status"] == "stopped early"].iterrows():
+        expected = "median: best val_acc " if trial["trial_id"] in by_rule else "time budget 15s reached"
+        assert trial["stopped_because"].startswith(expected), trial["stopped_because"]
 
 
 def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
@@ -169,6 +217,9 @@ def test_bohb(tmp_path):
     assert len(trials) == 4 and trials["best_val_acc"].notna().all()
     # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
     assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
+    for row in decisions(tmp_path, "bohb"):  # the rungs of brackets that filled, if any did
+        assert row["scheduler"] == "bohb"
+        assert row["value"] <= row["cutoff"] if row["decision"] == "stop" else row["value"] >= row["cutoff"]
 
 
 def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from tests.conftest import TINY_GRID, start_shared_ray
 from tuner import RunOptions, run
 from tuner.errors import TunerError
-from tuner.results import analysis, html_report, visualization
+from tuner.results import analysis, html_report, stops, visualization
 from tuner.results.importance import importance
 from tuner.spec import space
 
@@ -137,6 +137,30 @@ def test_early_stopping_shows_epochs_run_per_trial_by_rank(exp):
     assert all(trial in tick for trial, tick in zip(trials["trial_id"], ticks))
     legend = [t.get_text() for t in curves.get_legend().get_texts()]
     assert {"finished", "stopped early", "budget: 2 epochs"} <= set(legend)
+
+
+def test_early_stopping_marks_the_cutoffs_the_scheduler_compared_with(exp):
+    trials = exp.trials.copy()
+    trials.loc[3, ["status", "epochs"]] = ["stopped early", 1]
+    rows = [
+        {**row, "trial_id": trial, "metric": "val_acc", "mode": "max", "epoch": 1, "rung": 1}
+        for trial, row in zip(
+            trials["trial_id"],
+            [
+                {"decision": "continue", "value": 0.9, "cutoff": None},
+                {"decision": "continue", "value": 0.8, "cutoff": 0.9},
+                {"decision": "continue", "value": 0.7, "cutoff": 0.85},
+                {"decision": "stop", "value": 0.2, "cutoff": 0.8},
+            ],
+        )
+    ]
+    fig = visualization.plot_early_stopping(trials, exp.history, exp.meta, stops.frame(rows))
+    bars, curves = fig.axes[:2]
+    marks = {line.get_color(): sorted(line.get_ydata()) for line in curves.get_lines() if line.get_marker() == "_"}
+    assert marks == {"black": [0.8], "0.6": [0.85, 0.9]}  # the first at the rung had nothing to compare
+    assert [t.get_text() for t in bars.texts] == ["0.2 < 0.8"]  # on the stopped trial's bar
+    legend = [t.get_text() for t in curves.get_legend().get_texts()]
+    assert {"cutoff: stopped", "cutoff: went on"} <= set(legend)
 
 
 def test_plots_of_an_experiment_without_a_scored_trial(exp):

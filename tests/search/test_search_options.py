@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from ray import tune
+from ray.tune.schedulers import AsyncHyperBandScheduler, HyperBandForBOHB
 from ray.tune.search.sample import Categorical
 
 from tests.conftest import REPO
@@ -153,7 +154,7 @@ def test_pbt_without_anything_to_mutate():
 def test_bohb_brings_its_own_scheduler():
     with pytest.raises(TunerError, match="bohb runs with its own HyperBand scheduler"):
         schedulers.check("asha", "bohb", SPACE)
-    assert type(schedulers.trial_scheduler("fifo", "bohb", SPACE, epochs=9)).__name__ == "HyperBandForBOHB"
+    assert isinstance(schedulers.trial_scheduler("fifo", "bohb", SPACE, epochs=9), HyperBandForBOHB)
 
 
 def test_scheduler_budgets_follow_the_epochs():
@@ -320,6 +321,6 @@ def test_the_plan_resolves_auto_once_and_carries_what_runs():
     assert planned.budget.num_samples == planned.num_samples == searchers.AUTO_WHOLE_SPACE_MAX
     assert planned.budget.epochs == 9 and spec.budget.num_samples == 1  # the spec itself is left as written
     assert planned.notices[0].startswith("search auto: optuna (TPE) with asha")
-    assert type(planned.scheduler).__name__ == "AsyncHyperBandScheduler"
+    assert isinstance(planned.scheduler, AsyncHyperBandScheduler) and planned.scheduler.name == "asha"
     with pytest.raises(TunerError, match="space planned: bohb runs with its own HyperBand scheduler"):
         plan(dataclasses.replace(spec, tuning=Tuning(search="bohb", scheduler="asha")), seed=0)

@@ -20,7 +20,7 @@ from tuner.execution.console import LiveProgress
 from tuner.execution.stopper import MetricThreshold
 from tuner.execution.trainable import TrialSetup, trainable
 from tuner.ray_compat import env, errors, logs
-from tuner.search import schedulers
+from tuner.search import decisions, schedulers
 from tuner.search.plan import SearchPlan
 from tuner.settings import Resources, RunOptions
 from tuner.settings.budgets import stop_reached, time_budget_reached
@@ -30,6 +30,7 @@ from tuner.spec.space import ExperimentSpec
 from tuner.storage import filesystem
 from tuner.storage import meta as meta_file
 from tuner.storage.checkpoint_retention import RetireCheckpoints, retire_after_fit
+from tuner.storage.decisions import DecisionFile
 from tuner.storage.meta import ExperimentMeta
 from tuner.storage.trial_logs import KeepResultRows
 from tuner.storage.trial_names import TrialNamer
@@ -139,6 +140,8 @@ def new_tuner(
         log.info("mlflow: every trial is a run of experiment %s in %s (%s)", name, uri, tracking.ui_command(uri))
     if schedulers.retires_checkpoints(plan.tuning.scheduler):
         callbacks.append(RetireCheckpoints())
+    if isinstance(plan.scheduler, decisions.Recording):
+        plan.scheduler.record_to(DecisionFile())  # why each trial stopped: decisions.jsonl
     stop = spec.budget.stop_condition
     return tune.Tuner(
         trainable(setup),

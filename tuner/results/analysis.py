@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
-from tuner.results import objectives, report, visualization
+from tuner.results import objectives, report, stops, visualization
+from tuner.storage import decisions
 from tuner.storage.meta import ExperimentMeta
 
 
@@ -70,7 +71,9 @@ class Experiment:
         return visualization.plot_pareto(self.trials, self.meta, x=x, y=y)
 
     def plot_early_stopping(self) -> Figure:
-        return visualization.plot_early_stopping(self.trials, self.history, self.meta)
+        return visualization.plot_early_stopping(
+            self.trials, self.history, self.meta, stops.frame(decisions.read(self.path))
+        )
 
     def importance(self, evaluator: str = importances.AUTO) -> pd.DataFrame:
         """param, importance, std per hyperparameter, most important first; needs 4 scored trials.

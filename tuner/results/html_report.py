@@ -15,13 +15,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.errors import TunerError
-from tuner.results import report, visualization
+from tuner.results import report, stops, visualization
 from tuner.results.columns import best_column
 from tuner.results.importance import REPEATS, importance
 from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
 from tuner.settings.objectives import describe
-from tuner.storage import filesystem
+from tuner.storage import decisions, filesystem
 from tuner.storage.meta import ExperimentMeta
 
 REPORT_FILE = "report.html"
@@ -185,7 +185,10 @@ def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
         params = _image(visualization.plot_param(trials, meta), "best score per hyperparameter")
         parallel = _image(visualization.plot_parallel_coordinates(trials, meta), "parallel coordinates")
     stopping = (
-        _image(visualization.plot_early_stopping(trials, history, meta), "epochs run per trial")
+        _image(
+            visualization.plot_early_stopping(trials, history, meta, stops.frame(decisions.read(experiment_path))),
+            "epochs run per trial",
+        )
         if len(trials)
         else _note("No trial was recorded.")
     )

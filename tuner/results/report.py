@@ -20,12 +20,12 @@ from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
 from tuner.ray_compat import logs
-from tuner.results import objectives
+from tuner.results import objectives, stops
 from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
 from tuner.settings import Objective
 from tuner.spec.param_space import flatten
-from tuner.storage import filesystem, trial_files
+from tuner.storage import decisions, filesystem, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 from tuner.training.result_keys import BOOKKEEPING, COSTS
@@ -212,7 +212,9 @@ def describe(counts: dict[TrialStatus, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in counts.items())
 
 
-def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str]) -> dict[str, Any]:
+def _trial_row(
+    trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     metric = meta.objective.metric
     epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
     status = _status(trial, history, epochs_run, meta)
@@ -230,6 +232,7 @@ def _trial_row(trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics:
         best = at if name == metric else best
     row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
     row["epochs"] = epochs_run
+    row["stopped_because"] = stops.stopped_because(trial.trial_id, status, stopped, meta)
     row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
     # Where it trained (cpu, cuda:0) and its most GPU memory in any epoch (rank 0's; NaN on the CPU).
     row["device"] = last["device"] if last is not None and pd.notna(last["device"]) else ""
@@ -249,10 +252,11 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         if name not in metrics:
             metrics.insert(position, name)  # a column even before any trial reported it
     histories, rows = [], []
+    stopped = stops.stop_rows(decisions.read(experiment_path))
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
     for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
         histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta.params, metrics))
-        rows.append(_trial_row(trial, histories[-1], meta, metrics))
+        rows.append(_trial_row(trial, histories[-1], meta, metrics, stopped))
     trials = pd.DataFrame(rows)
     if len(trials):
         if meta.objective.several or meta.objective.constraints:
@@ -321,6 +325,7 @@ def ranked(
         *ranked_by,
         "best_epoch",
         "epochs",
+        "stopped_because",
         "time_s",
         # the model's, as the last epoch reported them; an objective's best value already shows
         *(cost for cost in COSTS if best_column(cost) not in ranked_by),
@@ -328,4 +333,6 @@ def ranked(
         "gpu_peak_gib",
     ]
     shown = trials[[c for c in columns if c in trials.columns]]
+    if "stopped_because" in shown and not shown["stopped_because"].astype(bool).any():
+        shown = shown.drop(columns="stopped_because")  # nothing was stopped early: no empty column
     return shown if top is None else shown.head(top)

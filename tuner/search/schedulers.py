@@ -4,27 +4,24 @@ derived from the space: every budget is counted in epochs (Tune's training_itera
 fifo       run every trial to the end (Ray's default).
 asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3; with several
            objectives the same rungs ranked by Pareto front (tuner/search/pareto_asha.py).
-hyperband  HyperBandScheduler with the same budget (HyperBandForBOHB under --search bohb).
+hyperband  asynchronous HyperBand (Li et al., the ASHA paper): ASHAScheduler with the same budget and
+           one bracket per HyperBand bracket, floor(log3(epochs)) + 1; HyperBandForBOHB under --search bohb.
 median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
 pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
            trial's checkpoint and perturbs the hyperparameters a space marks `pbt_mutable` (default:
            those of MUTABLE it searches over).
+
+Each is Ray's own scheduler, subclassed only to record its decisions (tuner/search/decisions.py).
 """
 
 from collections.abc import Sequence
 from typing import Any
 
-from ray.tune.schedulers import (
-    ASHAScheduler,
-    HyperBandForBOHB,
-    HyperBandScheduler,
-    MedianStoppingRule,
-    PopulationBasedTraining,
-    TrialScheduler,
-)
+from ray.tune.schedulers import TrialScheduler
 from ray.tune.search.sample import Domain
 
 from tuner.errors import TunerError
+from tuner.search.decisions import RecordingASHA, RecordingBOHB, RecordingMedian, RecordingPBT
 from tuner.settings.experiment import SCHEDULERS
 from tuner.spec.param_space import is_grid
 
@@ -51,6 +48,15 @@ ASHA_MIN_EPOCHS = REDUCTION_FACTOR
 # Hyperparameters a checkpoint survives a change of: architecture keys (hidden, channels) change the
 # weights' shapes and `optimizer` the optimiser state, so PBT cannot mutate those mid-training.
 MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
+
+
+def hyperband_brackets(epochs: int) -> int:
+    """HyperBand's s_max + 1 for a budget of `epochs` from a first rung of 1 epoch: bracket s stops trials
+    first at 3^s epochs, and the last runs them all to the end (a rung at the budget stops nothing)."""
+    brackets = 1
+    while REDUCTION_FACTOR**brackets <= epochs:
+        brackets += 1
+    return brackets
 
 
 def pbt_mutations(param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> dict[str, Any]:
@@ -106,7 +112,7 @@ def trial_scheduler(
 ) -> TrialScheduler | None:
     """The scheduler for TuneConfig(scheduler=...); the combination is checked before, by `check`."""
     if search == "bohb":
-        return HyperBandForBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+        return RecordingBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
     if scheduler == "asha" and len(objectives) > 1:
         from tuner.search.pareto_asha import ParetoASHA
 
@@ -114,15 +120,25 @@ def trial_scheduler(
         return ParetoASHA(objectives, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor)
     if scheduler == "asha":
         grace_period, reduction_factor = ASHA_SHAPE
-        return ASHAScheduler(
-            time_attr=TIME_ATTR, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor
+        return RecordingASHA(
+            "asha", time_attr=TIME_ATTR, max_t=epochs, grace_period=grace_period, reduction_factor=reduction_factor
         )
     if scheduler == "hyperband":
-        return HyperBandScheduler(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+        # Not Ray's HyperBandScheduler: it pauses a trial at a rung until its whole bracket gets there, and
+        # paused trials keep their slots under the concurrency limit, so a bracket larger than the limit
+        # never filled and nothing was stopped (bench/synthetic_search.py spent exactly fifo's trial-epochs).
+        return RecordingASHA(
+            "hyperband",
+            time_attr=TIME_ATTR,
+            max_t=epochs,
+            grace_period=1,
+            reduction_factor=REDUCTION_FACTOR,
+            brackets=hyperband_brackets(epochs),
+        )
     if scheduler == "median":
-        return MedianStoppingRule(time_attr=TIME_ATTR, grace_period=1, min_samples_required=3)
+        return RecordingMedian(time_attr=TIME_ATTR, grace_period=1, min_samples_required=3)
     if scheduler == "pbt":
-        return PopulationBasedTraining(
+        return RecordingPBT(
             time_attr=TIME_ATTR,
             perturbation_interval=max(1, epochs // 4),
             hyperparam_mutations=pbt_mutations(param_space, mutable),

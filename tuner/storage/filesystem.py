@@ -32,7 +32,11 @@ def exists(path_or_uri: str) -> bool:
 
 def write_atomic(path_or_uri: str, data: bytes) -> None:
     """Write then rename, so a reader never sees a half-written file, even if we are killed mid-write."""
-    fs, path = filesystem(path_or_uri)
+    write_atomic_at(*filesystem(path_or_uri), data)
+
+
+def write_atomic_at(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """write_atomic on a filesystem already opened (one of Ray's trials' storage_filesystem)."""
     parent = path.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     temp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"

@@ -26,14 +26,20 @@ STATUS_COLORS: dict[str, str] = {
 MAX_LABELLED = 60
 
 
-def plot_early_stopping(trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> Figure:
+def plot_early_stopping(
+    trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta, decisions: pd.DataFrame | None = None
+) -> Figure:
     """Left, a bar per trial (best-ranked on top) as long as the epochs it ran, coloured by its status,
     with a dot at its best epoch; right, every trial's metric per epoch in its status's colour, ending
-    in a cross where the trial stopped short of the budget; the budget dashed on both."""
+    in a cross where the trial stopped short of the budget; the budget dashed on both. With the
+    scheduler's `decisions` (tuner.results.stops.frame), each cutoff a trial was compared with is a
+    dash at its rung on the right (black where the trial stopped there), and a stopped trial's bar ends
+    in the comparison that stopped it."""
     count = len(trials)
     fig = new_figure(13, min(2.6 + 0.28 * max(count, 1), 24))
     bars, curves = fig.subplots(1, 2, width_ratios=(1, 1.2))
-    _bars(bars, trials, meta.budget.epochs)
+    compared = _compared(decisions, meta.objective.metric)
+    _bars(bars, trials, meta.budget.epochs, compared)
     _curves(curves, trials, history, meta)
     present = [s for s in STATUS_COLORS if s in set(trials["status"])]
     handles: list[Artist] = [Patch(facecolor=STATUS_COLORS[s], edgecolor="0.3", label=s) for s in present]
@@ -42,6 +48,12 @@ def plot_early_stopping(trials: pd.DataFrame, history: pd.DataFrame, meta: Exper
         Line2D([], [], color="black", marker="x", linestyle="", label="stopped before the budget"),
         Line2D([], [], color="0.2", linestyle="--", label=f"budget: {meta.budget.epochs} epochs"),
     ]
+    if len(compared):
+        _cutoffs(curves, compared)
+        handles += [
+            Line2D([], [], color="black", marker="_", markersize=12, mew=2, linestyle="", label="cutoff: stopped"),
+            Line2D([], [], color="0.6", marker="_", markersize=12, mew=2, linestyle="", label="cutoff: went on"),
+        ]
     curves.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     none_scored = " (no trial has a score)" if count and scored(trials, meta).empty else ""
     fig.suptitle(f"epochs run by each of {plural(count, 'trial')}{none_scored}")
@@ -52,7 +64,24 @@ def _color(status: str) -> str:
     return STATUS_COLORS.get(status, "black")
 
 
-def _bars(ax: Axes, trials: pd.DataFrame, budget: int) -> None:
+def _compared(decisions: pd.DataFrame | None, metric: str) -> pd.DataFrame:
+    """The decisions that compared a value of the plotted metric with a cutoff."""
+    if decisions is None or decisions.empty:
+        return pd.DataFrame(columns=["trial_id", "epoch", "decision", "value", "cutoff", "mode"])
+    rows = decisions[decisions["cutoff"].notna() & (decisions["metric"] == metric) & decisions["epoch"].notna()]
+    return rows[rows["decision"].isin(["stop", "continue"])]
+
+
+def _cutoffs(ax: Axes, compared: pd.DataFrame) -> None:
+    went_on, stopped = compared[compared["decision"] == "continue"], compared[compared["decision"] == "stop"]
+    for rows, color in ((went_on, "0.6"), (stopped, "black")):
+        ax.plot(
+            rows["epoch"].astype(float), rows["cutoff"].astype(float), color=color, marker="_", markersize=12,
+            mew=2, linestyle="", zorder=4,
+        )  # fmt: skip
+
+
+def _bars(ax: Axes, trials: pd.DataFrame, budget: int, compared: pd.DataFrame) -> None:
     ys = np.arange(len(trials))
     ax.barh(ys, trials["epochs"], color=[_color(s) for s in trials["status"]], edgecolor="0.3", linewidth=0.5)
     ax.scatter(trials["best_epoch"].astype(float), ys, color="black", s=14, zorder=3)
@@ -64,6 +93,16 @@ def _bars(ax: Axes, trials: pd.DataFrame, budget: int) -> None:
     ax.set_ylabel("trial, by rank")
     if len(trials) <= MAX_LABELLED:
         ax.set_yticks(ys, [f"#{r} {t}" for r, t in zip(trials["rank"], trials["trial_id"])], fontsize=8)
+        # Where a trial stopped, what stopped it: its value against the cutoff.
+        last_stop = compared[compared["decision"] == "stop"].drop_duplicates("trial_id", keep="last")
+        why = {row.trial_id: row for row in last_stop.itertuples()}
+        for y, trial_id, epochs in zip(ys, trials["trial_id"], trials["epochs"]):
+            if (row := why.get(trial_id)) is not None:
+                sign = ">" if row.mode == "min" else "<"
+                ax.annotate(
+                    f"{row.value:.3g} {sign} {row.cutoff:.3g}", (epochs, y), xytext=(6, 0),
+                    textcoords="offset points", va="center", fontsize=7,
+                )  # fmt: skip
     else:
         ax.set_yticks([])
 
