@@ -273,6 +273,10 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
             & (others["val_loss"] <= mine["val_loss"])
             & ((others["val_acc"] > mine["val_acc"]) | (others["val_loss"] < mine["val_loss"]))
         ).any(), (trial["trial_id"], history)
+        # ... and it says so: the rung's count of trials on fronts ahead of it, recorded as it was decided.
+        assert f"at epoch {trial['epochs']} (rung " in trial["stopped_because"], trial["stopped_because"]
+        assert "lie on Pareto fronts of val_acc, val_loss ahead of it, at least 1/3" in trial["stopped_because"]
+    assert (trials.loc[trials["status"] != "stopped early", "stopped_because"].fillna("") == "").all()
     if trials["feasible"].any():
         assert trials.iloc[0]["pareto_rank"] == 1
         front = trials[trials["feasible"] & (trials["pareto_rank"] == 1)]

@@ -142,13 +142,17 @@ def _shares(
         ]
     )
     present = [name for name in assessed if any(name in p for p in params)]
-    raw = (
-        optuna.importance.get_param_importances(
-            study, evaluator=_evaluator(evaluator, len(scores)), params=present, normalize=False
-        )
-        if present
-        else {}
-    )
+    raw: dict[str, float] = {}
+    # Scores that never vary (every trial alike, or a bootstrap resample of equal ones) leave nothing to
+    # explain: every share is 0, where optuna's fANOVA raises "zero total variance".
+    if present and np.ptp(scores) > 0:
+        try:
+            raw = optuna.importance.get_param_importances(
+                study, evaluator=_evaluator(evaluator, len(scores)), params=present, normalize=False
+            )
+        except RuntimeError as error:
+            if "zero total variance" not in str(error):
+                raise
     total = sum(raw.values())
     return {name: raw.get(name, 0.0) / total if total > 0 else 0.0 for name in assessed}
 

@@ -53,6 +53,13 @@ def describe(row: dict[str, Any]) -> str:
             f"median: best {metric} {value} {relation} median {_num(cutoff)} of {row.get('compared_with')} "
             f"other trials' running means at epoch {epoch}"
         )
+    if row.get("pareto"):  # several objectives: compared by Pareto front (tuner/search/pareto_asha.py)
+        share = "at least" if decision == STOP else "fewer than"
+        return (
+            f"{scheduler}: {row.get('ahead')} of {row.get('compared_with')} trials at epoch {epoch} (rung "
+            f"{_num(row.get('rung'))}) lie on Pareto fronts of {', '.join(row['pareto'])} ahead of it, "
+            f"{share} 1/{_num(row.get('reduction_factor'))} of them"
+        )
     where = f"rung {_num(row.get('rung'))}"
     if row.get("bracket") is not None:
         where += f", bracket {row['bracket']}"

@@ -20,12 +20,15 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from tuner.search import pareto
+from tuner.search.decisions import CONTINUE, STOP, Recording
 
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
 
-class ParetoASHA(FIFOScheduler):
+class ParetoASHA(Recording, FIFOScheduler):
+    name = "asha"
+
     def __init__(
         self,
         objectives: Sequence[tuple[str, str]],
@@ -37,6 +40,7 @@ class ParetoASHA(FIFOScheduler):
         super().__init__()
         self._objectives = tuple(objectives)
         self._max_t, self._time_attr, self._rf = max_t, time_attr, reduction_factor
+        self._metric, self._mode = self._objectives[0]  # what a recorded row names as its metric
         count = int(math.log(max_t / grace_period) / math.log(reduction_factor) + 1)
         # Each rung: its milestone and the oriented point of every trial recorded there.
         self._rungs: list[tuple[float, dict[str, np.ndarray]]] = [
@@ -57,14 +61,21 @@ class ParetoASHA(FIFOScheduler):
     def decide(self, trial_id: str, time: float, point: np.ndarray) -> str:
         """CONTINUE or STOP for a trial at `time` with `point` (oriented): recorded at the highest rung it
         has reached and not yet passed, and compared with the trials recorded there."""
+        judged = self._judge(trial_id, time, point)
+        return TrialScheduler.CONTINUE if judged is None or judged[1] else TrialScheduler.STOP
+
+    def _judge(self, trial_id: str, time: float, point: np.ndarray) -> tuple[float, bool, int, int] | None:
+        """(rung, goes on, trials on fronts ahead of it, trials at the rung), or None between rungs."""
         for milestone, recorded in reversed(self._rungs):
             if time < milestone or trial_id in recorded:
                 continue
             recorded[trial_id] = point
             ids = list(recorded)
-            keeps = pareto.keeps(np.stack([recorded[i] for i in ids]), ids.index(trial_id), self._rf)
-            return TrialScheduler.CONTINUE if keeps else TrialScheduler.STOP
-        return TrialScheduler.CONTINUE
+            points = np.stack([recorded[i] for i in ids])
+            ranks = pareto.front_ranks(points)
+            ahead = int(np.sum(ranks < ranks[ids.index(trial_id)]))
+            return milestone, pareto.keeps(points, ids.index(trial_id), self._rf), ahead, len(ids)
+        return None
 
     def on_trial_result(self, tune_controller: "TuneController", trial: Trial, result: dict[str, Any]) -> str:
         point = self._point(result)
@@ -72,9 +83,24 @@ class ParetoASHA(FIFOScheduler):
             return TrialScheduler.CONTINUE
         if result[self._time_attr] >= self._max_t:
             return TrialScheduler.STOP
-        action = self.decide(trial.trial_id, result[self._time_attr], point)
-        self.num_stopped += action == TrialScheduler.STOP
-        return action
+        judged = self._judge(trial.trial_id, result[self._time_attr], point)
+        if judged is None:
+            return TrialScheduler.CONTINUE
+        rung, goes_on, ahead, compared = judged
+        self.num_stopped += not goes_on
+        self._record(
+            trial,
+            result,
+            decision=CONTINUE if goes_on else STOP,
+            value=float(result[self._objectives[0][0]]),
+            cutoff=None,
+            rung=rung,
+            pareto=[metric for metric, _ in self._objectives],
+            ahead=ahead,
+            compared_with=compared,
+            reduction_factor=self._rf,
+        )
+        return TrialScheduler.CONTINUE if goes_on else TrialScheduler.STOP
 
     def on_trial_complete(self, tune_controller: "TuneController", trial: Trial, result: dict[str, Any]) -> None:
         point = self._point(result or {})
