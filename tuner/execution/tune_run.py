@@ -279,7 +279,10 @@ def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str
     reported = [result.metrics.get(RESULT_KEY) for result in results if result.metrics]  # type: ignore[attr-defined]
     if not any(reported):
         return None  # no trial got as far as reporting
-    keys = sorted({param.split("/")[0] for param in meta.params})
+    # A key no trial's config had (a conditional one whose condition never held) is not flagged: no
+    # trial could read it.
+    given = {key for result in results for key in (result.config or {})}  # type: ignore[attr-defined]
+    keys = sorted({param.split("/")[0] for param in meta.params} & given)
     warning = unread_warning(keys, reads_of(reported), known=hyperparameters.KNOWN)
     meta_file.update(experiment_path, unread_params_warning=warning)
     return warning

@@ -21,4 +21,9 @@ PICKLED_BY_PATH = {
     "tuner.storage.checkpoint_retention": "RetireCheckpoints",
     "tuner.execution.console": "LiveProgress",
     "tuner.execution.stopper": "MetricThreshold",
+    # The searchers of a conditional space (tuner/search/conditional.py): its ConfigList and
+    # DefineByRun, and one class in each of the other two.
+    "tuner.search.conditional": "ConfigList",
+    "tuner.search.hyperopt_branches": "BranchedHyperOpt",
+    "tuner.search.bohb_conditions": "ConditionalBOHB",
 }

@@ -10,8 +10,9 @@ from typing import Any
 from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
-from tuner.search import schedulers, searchers
+from tuner.search import conditional, schedulers, searchers
 from tuner.settings import Budget, Tuning
+from tuner.spec.conditions import Conditions
 from tuner.spec.space import ExperimentSpec
 
 
@@ -25,11 +26,22 @@ class SearchPlan:
     notices: tuple[str, ...]  # one line each, printed before the first trial
     seed: int
     space: dict[str, Any]  # the space's own param_space, which the searcher draws from
+    # The space's conditions; when there are any, the searcher carries the whole space (param_space is
+    # empty) and needs the objective, which Tune would otherwise hand it with the param_space.
+    conditions: Conditions = Conditions()
+    objective: tuple[str, str] = ("", "")
 
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
         (known once Ray says how many fit)."""
-        return searchers.search_algorithm(self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent)
+        if not self.conditions:
+            return searchers.search_algorithm(
+                self.tuning.search, self.space, self.num_samples, self.seed, max_concurrent
+            )
+        searcher = conditional.search_algorithm(
+            self.tuning.search, self.space, self.conditions, self.budget.num_samples, self.seed, *self.objective
+        )
+        return searchers.limited(searcher, max_concurrent)
 
     @property
     def total_trials(self) -> int:
@@ -40,33 +52,41 @@ class SearchPlan:
 
 def plan(spec: ExperimentSpec, seed: int) -> SearchPlan:
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
+    conditions = spec.conditional
     if tuning.search == "auto":
-        choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs)
+        choice = searchers.choose(spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, conditions)
         tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
         num_samples = choice.num_samples
         notices.append(choice.reason)
     try:
-        searchers.check(tuning.search, spec.param_space)
+        searchers.check(tuning.search, spec.param_space, conditions)
         schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
+        if conditions and tuning.scheduler == "pbt":
+            raise TunerError(
+                "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
+                "--scheduler asha, or drop the conditions"
+            )
     except TunerError as error:
         raise TunerError(f"space {spec.name}: {error}") from None
     notices += [
         notice
         for notice in (
             searchers.grid_notice(tuning.search, spec.param_space, num_samples),
-            searchers.random_notice(tuning.search, spec.param_space, num_samples),
+            searchers.random_notice(tuning.search, spec.param_space, num_samples, conditions),
         )
         if notice
     ]
     return SearchPlan(
         tuning=tuning,
         budget=dataclasses.replace(spec.budget, num_samples=num_samples),
-        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples),
-        param_space=searchers.tuner_space(tuning.search, spec.param_space),
+        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples, conditions),
+        param_space={} if conditions else searchers.tuner_space(tuning.search, spec.param_space),
         scheduler=schedulers.trial_scheduler(
             tuning.scheduler, tuning.search, spec.param_space, spec.budget.epochs, tuning.pbt_mutable
         ),
         notices=tuple(notices),
         seed=seed,
         space=spec.param_space,
+        conditions=conditions,
+        objective=(spec.objective.metric, spec.objective.mode),
     )

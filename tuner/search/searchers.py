@@ -27,11 +27,13 @@ from ray import tune
 from ray.tune.search.sample import Categorical, Domain
 
 from tuner.errors import TunerError
-from tuner.search import schedulers
+from tuner.search import conditional, schedulers
 from tuner.settings.experiment import SEARCHES
+from tuner.spec.conditions import Conditions
 from tuner.spec.param_space import is_constant, is_grid
 
 MODEL_BASED = ("optuna", "hyperopt", "bohb")
+PLAIN = Conditions()  # a space without conditions
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
@@ -75,10 +77,18 @@ def check_installed(search: str) -> None:
         raise TunerError(f"--search {search} needs {libraries}, an optional extra: pip install 'tuner[{search}]'")
 
 
-def check(search: str, param_space: dict[str, Any]) -> None:
+def check(search: str, param_space: dict[str, Any], conditions: Conditions = PLAIN) -> None:
     if search not in SEARCHES:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
     check_installed(search)
+    if search == "grid":
+        for item in conditions.items:
+            if is_grid(param_space[item.key]) and not is_grid(param_space[item.parent]):
+                if not is_constant(param_space[item.parent]):
+                    raise TunerError(
+                        f"grid crosses grid axes, and grid axis {item.key} depends on {item.parent}, which "
+                        f"is sampled; make {item.parent} a tune.grid_search too, or {item.key} a tune.choice"
+                    )
     if search in MODEL_BASED:
         for key in grid_axes(param_space):
             if not all(is_constant(value) for value in param_space[key]["grid_search"]):
@@ -117,16 +127,31 @@ def distinct_configs(axes: dict[str, list[Any]]) -> int:
     return math.prod(len(values) for values in axes.values())
 
 
-def trials(search: str, param_space: dict[str, Any], num_samples: int) -> int:
-    """Tune's num_samples: `random` over a finite space runs each config at most once."""
-    if search == "random" and (axes := discrete_axes(param_space)) is not None:
-        return min(num_samples, distinct_configs(axes))
+def space_size(param_space: dict[str, Any], conditions: Conditions = PLAIN) -> int | None:
+    """The number of distinct configs of a finite space (under conditions, of active keys only); None
+    for a space that samples from a range (or is too large to count its active configs)."""
+    if conditions:
+        return conditional.distinct_configs(param_space, conditions)
+    axes = discrete_axes(param_space)
+    return None if axes is None else distinct_configs(axes)
+
+
+def trials(search: str, param_space: dict[str, Any], num_samples: int, conditions: Conditions = PLAIN) -> int:
+    """Tune's num_samples: `random` over a finite space runs each config at most once; grid over a
+    conditional space runs num_samples of each active grid point, handed out by tuner (the Tuner's
+    param_space has no grid axes then)."""
+    if search == "grid" and conditions:
+        return num_samples * len(conditional.grid_points(param_space, conditions))
+    if search == "random" and (count := space_size(param_space, conditions)) is not None:
+        return min(num_samples, count)
     return num_samples
 
 
-def random_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
+def random_notice(
+    search: str, param_space: dict[str, Any], num_samples: int, conditions: Conditions = PLAIN
+) -> str | None:
     """The one line that says `random` runs fewer trials than asked, because the space has fewer configs."""
-    if (count := trials(search, param_space, num_samples)) == num_samples:
+    if search != "random" or (count := trials(search, param_space, num_samples, conditions)) == num_samples:
         return None
     return (
         f"random: the space has {count} distinct configs, so {count} trials run (each config once), "
@@ -155,7 +180,9 @@ class AutoChoice:
     reason: str  # the one line printed before the first trial
 
 
-def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int) -> AutoChoice:
+def choose(
+    param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int, conditions: Conditions = PLAIN
+) -> AutoChoice:
     """What --search auto runs. A finite space small enough to run whole: every config once, in random
     order (random draws without replacement; unlike grid order, a time budget that ends the search early
     leaves an even sample), under ASHA when the epochs leave it a rung to stop at. Otherwise TPE with
@@ -166,7 +193,7 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs
     reached grid's best within 0.5 pp in 5/5 seeds with a median 0.245 (9 epochs) and 0.151 (27 epochs)
     of grid's trial-epochs, and grid + FIFO needed 0.273 and 0.241 of its own to get there."""
     axes = discrete_axes(param_space)
-    count = None if axes is None else distinct_configs(axes)
+    count = space_size(param_space, conditions)
     whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
     stopping = "asha" if scheduler == "fifo" and epochs >= schedulers.ASHA_MIN_EPOCHS else scheduler
     if count is not None and count <= whole:
@@ -178,8 +205,8 @@ def choose(param_space: dict[str, Any], num_samples: int, scheduler: str, epochs
             f"search auto: every one of the space's {count} configs once, in random order{under} "
             f"(a finite space of <= {whole} configs)",
         )
-    if axes is None:
-        why = "the space samples from a range"
+    if axes is None or count is None:
+        why = "the space samples from a range" if axes is None else "the space is too large to count"
     else:  # grid crosses grid axes only: a tune.choice it samples, so only an all-grid space runs whole
         whole_by_grid = "; --search grid runs every one" if len(grid_axes(param_space)) == len(axes) else ""
         why = f"the space has {count} configs, more than {whole}{whole_by_grid}"
@@ -226,6 +253,11 @@ def search_algorithm(
         from ray.tune.search.bohb import TuneBOHB
 
         searcher = TuneBOHB(seed=seed)
+    return limited(searcher, max_concurrent)
+
+
+def limited(searcher: Any, max_concurrent: int) -> Any:
+    """The searcher running at most `max_concurrent` trials at once (0: no limit)."""
     if max_concurrent:
         searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
     return searcher

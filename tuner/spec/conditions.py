@@ -108,8 +108,7 @@ def read(declared: Any, param_space: Mapping[str, Any]) -> Conditions:
     for key, needs in declared.items():
         if not isinstance(needs, Mapping) or not needs:
             raise TunerError(
-                f"conditions[{key!r}] must map the keys it depends on to their values, such as {EXAMPLE}, "
-                f"not {needs!r}"
+                f"conditions[{key!r}] must map the keys it depends on to their values, such as {EXAMPLE}, not {needs!r}"
             )
         for name in (key, *needs):
             _check_key(name, param_space)
