@@ -4,6 +4,7 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import shlex
 import sys
@@ -317,13 +318,19 @@ def _summarize(outcome: "Outcome") -> int:
         )
         return INTERRUPTED if interrupted else 1
     best = scored.iloc[0]
-    config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
+    # A conditional key the best trial did not have is blank in the report, and left out here.
+    params = [key for key in outcome.params if not _blank(best[key])]
+    config = ", ".join(f"{key}={best[key]}" for key in params)
     print(
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
         f"(epoch {best['best_epoch']})  {config}"
     )
-    _next_steps(path, {key: best[key] for key in outcome.params})
+    _next_steps(path, {key: best[key] for key in params})
     return INTERRUPTED if interrupted else 0
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:

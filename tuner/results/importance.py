@@ -28,11 +28,16 @@ TREES, REPEATS, SEED = 200, 20, 0
 
 
 def _encoded(values: pd.Series) -> np.ndarray:
-    """Numbers as floats; anything else (strings, bools, missing values) as the rank of its text."""
+    """Numbers as floats; anything else (strings, bools) as the rank of its text. A missing value (a
+    conditional key the trial did not have) is a value of its own: below the numbers, "" as text."""
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    if numeric and values.notna().all():
-        return values.to_numpy(float)
-    text = values.astype(str)
+    if numeric:
+        numbers = values.to_numpy(float, copy=True)
+        missing = np.isnan(numbers)
+        if missing.any():
+            numbers[missing] = np.nanmin(numbers) - 1 if not missing.all() else 0.0
+        return numbers
+    text = values.map(lambda value: "" if pd.isna(value) else str(value))
     codes = {value: code for code, value in enumerate(sorted(text.unique()))}
     return text.map(codes).to_numpy(float)
 
