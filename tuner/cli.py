@@ -4,7 +4,6 @@ import argparse
 import contextlib
 import dataclasses
 import logging
-import math
 import os
 import shlex
 import sys
@@ -330,7 +329,9 @@ def _summarize(outcome: "Outcome") -> int:
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    import pandas as pd  # loaded with the report already
+
+    return not isinstance(value, (list, tuple, dict)) and bool(pd.isna(value))
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:

@@ -21,9 +21,10 @@ PICKLED_BY_PATH = {
     "tuner.storage.checkpoint_retention": "RetireCheckpoints",
     "tuner.execution.console": "LiveProgress",
     "tuner.execution.stopper": "MetricThreshold",
-    # The searchers of a conditional space (tuner/search/conditional.py): its ConfigList and
-    # DefineByRun, and one class in each of the other two.
+    # A conditional space's searchers (tuner/search/conditional.py: ConfigList and DefineByRun, and
+    # one class in each of the other two), and the conditions they carry.
     "tuner.search.conditional": "ConfigList",
+    "tuner.spec.conditions": "Conditions",
     "tuner.search.hyperopt_branches": "BranchedHyperOpt",
     "tuner.search.bohb_conditions": "ConditionalBOHB",
 }

@@ -32,7 +32,7 @@ def _encoded(values: pd.Series) -> np.ndarray:
     conditional key the trial did not have) is a value of its own: below the numbers, "" as text."""
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
     if numeric:
-        numbers = values.to_numpy(float, copy=True)
+        numbers = values.astype(float).to_numpy(copy=True)
         missing = np.isnan(numbers)
         if missing.any():
             numbers[missing] = np.nanmin(numbers) - 1 if not missing.all() else 0.0

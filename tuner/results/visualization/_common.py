@@ -73,8 +73,4 @@ def plural(number: int, noun: str) -> str:
 
 def short_config(row: pd.Series, params: list[str]) -> str:
     """`lr=0.01, optimizer=adam`; a conditional key the trial did not have is left out, not `nan`."""
-    return ", ".join(f"{p}={label(row[p])}" for p in params if not _missing(row[p]))
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, (float, np.floating)) and np.isnan(value))
+    return ", ".join(f"{p}={label(row[p])}" for p in params if not pd.isna(row[p]))
