@@ -429,7 +429,11 @@ def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
         before = _temp_files(experiment)
         killed = subprocess.run(
             [sys.executable, "-c", _KILLED_BEFORE_RENAME, victim, *command[3:]],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
         left_behind = _temp_files(experiment) - before
