@@ -15,6 +15,9 @@ auto      one of the above, picked from the space and num_samples (`choose`), na
 The model-based searchers cannot take grid axes (Ray refuses to convert them), so for them a grid
 axis becomes a choice of the same values, as for `random`, with a notice; only an axis whose values a
 searcher cannot sample (lists, dicts) is an error before any trial starts.
+
+A space with `conditions` gets each of these in a conditional form (tuner/search/conditional.py); the
+counts here (`trials`, `choose`) count its active configs.
 """
 
 import importlib.util
