@@ -3,6 +3,7 @@ the searchers' own objects are asked for configs, as Tune asks them, without tra
 
 import itertools
 
+import numpy as np
 import pytest
 from ray import cloudpickle, tune
 
@@ -236,3 +237,13 @@ def test_conditions_need_a_flat_space():
 
 def test_searchers_module_default_is_a_plain_space():
     assert not searchers.PLAIN and searchers.trials("random", {"a": tune.choice([1, 2])}, 5) == 2
+
+
+def test_a_bool_parent_matches_its_own_values_only():
+    space = {"use_momentum": tune.choice([True, False]), "momentum": tune.uniform(0, 0.9), "flag": tune.choice([0, 1])}
+    conditions = spec(space, {"momentum": {"use_momentum": True}}).conditional
+    assert set(conditions.prune({"use_momentum": True, "momentum": 0.5})) == {"use_momentum", "momentum"}
+    assert set(conditions.prune({"use_momentum": np.True_, "momentum": 0.5})) == {"use_momentum", "momentum"}
+    assert set(conditions.prune({"use_momentum": False, "momentum": 0.5})) == {"use_momentum"}
+    with pytest.raises(TunerError, match="needs flag=True, a value flag never takes"):
+        spec(space, {"momentum": {"flag": True}})

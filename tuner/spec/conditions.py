@@ -38,7 +38,12 @@ class Condition:
 
 def _same(a: Any, b: Any) -> bool:
     # True == 1 in Python; a bool parent and a number condition (or back) is no match.
-    return a == b and isinstance(a, bool) == isinstance(b, bool)
+    return bool(a == b) and _is_bool(a) == _is_bool(b)
+
+
+def _is_bool(value: Any) -> bool:
+    # numpy's bool (BOHB's samples hold it) is named bool_ before numpy 2, bool since
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
 
 
 @dataclass(frozen=True)
