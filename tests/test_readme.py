@@ -86,6 +86,7 @@ def _describe(spec) -> dict:
         "resources": spec.resources,
         "tuning": spec.tuning,
         "param_space": value(spec.param_space),
+        "conditions": spec.conditions,
     }
 
 
@@ -96,6 +97,7 @@ def test_readme_shows_both_tiers_of_space_module():
     assert [block.before.rsplit("`search_spaces/", 1)[1].split("`")[0] for block in SPACE_BLOCKS] == [
         "wine_mlp.py",
         "digits_own_loop.py",
+        "digits_conditional.py",
     ]
 
 

@@ -346,14 +346,16 @@ def _summarize(outcome: "Outcome") -> int:
         return INTERRUPTED if interrupted else 1
     best = scored.iloc[0]
     _front(trials, meta)
-    config = ", ".join(f"{key}={best[key]}" for key in outcome.params)
+    # A conditional key the best trial did not have is blank in the report, and left out here.
+    params = [key for key in outcome.params if not _blank(best[key])]
+    config = ", ".join(f"{key}={best[key]}" for key in params)
     print(
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
         f"(epoch {best['best_epoch']})  {config}"
     )
     if costs := _costs(best, COSTS):
         print(f"model:      {costs}")
-    _next_steps(path, {key: best[key] for key in outcome.params})
+    _next_steps(path, {key: best[key] for key in params})
     return INTERRUPTED if interrupted else 0
 
 
@@ -387,6 +389,12 @@ def _front(trials: "pd.DataFrame", meta: "ExperimentMeta") -> None:
         print(f"  {row['trial_id']}  " + "  ".join(f"{name}={row[name]:.4g}" for name in names))
     if len(front) > FRONT_SHOWN:
         print(f"  ... {len(front) - FRONT_SHOWN} more in the report")
+
+
+def _blank(value: Any) -> bool:
+    import pandas as pd  # loaded with the report already
+
+    return not isinstance(value, (list, tuple, dict)) and bool(pd.isna(value))
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:

@@ -11,6 +11,7 @@ SPACES = REPO / "search_spaces"
 
 MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
 HEADER = 'from ray import tune\nmodel = "mlp"\ndataset = "digits"\nmetric = "val_acc"\nmode = "max"\n'
+COND_SPACE = 'param_space = {"optimizer": tune.choice(["sgd", "adam"]), "momentum": tune.choice([0.0, 0.9])}\n'
 # Malformed space modules, one per row of the table below.
 SPACE_FILES = {
     "missing_fields.py": MISSING_FIELDS,
@@ -20,6 +21,13 @@ SPACE_FILES = {
     "negative_epochs.py": HEADER + 'epochs = -3\nparam_space = {"lr": 0.1}\n',
     "zero_samples.py": HEADER + 'num_samples = 0\nparam_space = {"lr": 0.1}\n',
     "list_space.py": HEADER + 'param_space = ["lr"]\n',
+    # Conditional spaces (tuner/spec/conditions.py): a key not in the space, a value the parent never
+    # takes, a cycle.
+    "cond_unknown.py": HEADER + COND_SPACE + 'conditions = {"momentum": {"optimiser": "sgd"}}\n',
+    "cond_never.py": HEADER + COND_SPACE + 'conditions = {"momentum": {"optimizer": "sgdd"}}\n',
+    "cond_cycle.py": HEADER
+    + COND_SPACE
+    + 'conditions = {"momentum": {"optimizer": "sgd"}, "optimizer": {"momentum": 0.9}}\n',
 }
 
 
@@ -35,6 +43,10 @@ SPACE_FILES = {
         (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer >= 1, not -3"),
         (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer >= 1, not 0"),
         (["run", "list_space.py"], "space list_space: param_space must be a dict, not list"),
+        (["run", "cond_unknown.py"], "space cond_unknown: conditions name 'optimiser', which is no key of param_space"),
+        (["run", "cond_never.py"], "conditions: 'momentum' needs optimizer='sgdd', a value optimizer never takes"),
+        (["run", "cond_cycle.py"], "conditions form a cycle: optimizer needs momentum needs optimizer"),
+        (["run", "digits_conditional", "--scheduler", "pbt"], "pbt mutates each hyperparameter on its own"),
         (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
         (["run", "--set", "lr"], "--set 'lr' is not key=value"),
         (

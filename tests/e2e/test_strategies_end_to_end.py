@@ -293,3 +293,34 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
     experiment = analysis.load(str(tmp_path / "results" / "two"))
     page = html_report._page(experiment.path, experiment.trials, experiment.history, experiment.meta)
     assert "<h2>Pareto front</h2>" in page and 'alt="Pareto front"' in page
+
+
+def test_a_conditional_space_gives_each_trial_only_its_active_keys(tmp_path):
+    """The shipped example (its model reads width_2/width_3 and its optimizer momentum or beta2 only
+    when active: an inactive key in a config would be read by nothing, a missing active one a KeyError)
+    with adam pinned, so momentum is active in no trial."""
+    trials, _, out = run_with_output(
+        tmp_path,
+        "digits_conditional",
+        *("--search", "random", "--num-samples", "4", "--epochs", "1", "--set", "optimizer=adam"),
+        *("--seed", "0", "--name", "conditional"),
+    )
+    experiment = tmp_path / "results" / "conditional"
+    assert len(trials) == 4 and (trials["status"] == "finished").all()
+    configs = [json.loads(path.read_text()) for path in experiment.glob("*/params.json")]
+    assert len(configs) == 4
+    for config in configs:
+        active = {"optimizer", "lr", "beta2", "layers", "width_1"}
+        active |= {"width_2"} if config["layers"] >= 2 else set()
+        assert set(config) == active | ({"width_3"} if config["layers"] == 3 else set()), config
+    # Inactive keys are blank cells, not values; integers stay integers beside them.
+    assert trials["momentum"].isna().all() and trials["beta2"].notna().all()
+    assert (trials["width_3"].isna() == (trials["layers"] != 3)).all() and trials["width_3"].isna().any()
+    assert (trials["width_2"].isna() == (trials["layers"] < 2)).all()
+    parquet = pd.read_parquet(experiment / "trials.parquet")
+    assert str(parquet["width_3"].dtype) == "Int64"
+    # momentum was in no trial's config, so no trial could read it: no warning.
+    assert "no trial read" not in out
+    assert json.loads((experiment / "tuner.json").read_text())["unread_params_warning"] is None
+    best = [line for line in out.splitlines() if line.startswith("best config:")][0]
+    assert "momentum" not in best and "nan" not in best

@@ -20,6 +20,7 @@ from tuner.errors import TunerError
 from tuner.execution.packing import Measured
 from tuner.execution.trainable import device_for
 from tuner.ray_compat import env, private
+from tuner.search import conditional
 from tuner.spec.space import ExperimentSpec
 from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup
@@ -74,9 +75,12 @@ def smoke(spec: ExperimentSpec, prepared: Prepared, seed: int) -> Prepared:
     setup = LoopSetup(
         epochs=spec.budget.epochs, seed=seed, device=device, parallel=parallel, precision=resources.precision
     )
-    result = smoke_test(
-        prepared.parts, private.first_variant(spec.param_space, seed), setup, data=prepared.data, space=spec.name
+    first = (
+        conditional.first_config(spec.param_space, spec.conditional, seed)
+        if spec.conditional
+        else private.first_variant(spec.param_space, seed)
     )
+    result = smoke_test(prepared.parts, first, setup, data=prepared.data, space=spec.name)
     check_reported(spec.name, result.metrics, spec.objective.metric)
     for metric, _ in spec.objective.objectives[1:]:
         check_reported(spec.name, result.metrics, metric, what="objective")

@@ -34,7 +34,7 @@ from tuner.storage.decisions import DecisionFile
 from tuner.storage.meta import ExperimentMeta
 from tuner.storage.trial_logs import KeepResultRows
 from tuner.storage.trial_names import TrialNamer
-from tuner.training.config_reads import RESULT_KEY, reads_of, unread_warning
+from tuner.training.config_reads import RESULT_KEY, given_keys, reads_of, unread_warning
 from tuner.training.trial import Parts
 
 log = logging.getLogger(__name__)
@@ -282,7 +282,7 @@ def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str
     reported = [result.metrics.get(RESULT_KEY) for result in results if result.metrics]  # type: ignore[attr-defined]
     if not any(reported):
         return None  # no trial got as far as reporting
-    keys = sorted({param.split("/")[0] for param in meta.params})
+    keys = given_keys(meta.params, [result.config or {} for result in results])  # type: ignore[attr-defined]
     warning = unread_warning(keys, reads_of(reported), known=hyperparameters.KNOWN)
     meta_file.update(experiment_path, unread_params_warning=warning)
     return warning

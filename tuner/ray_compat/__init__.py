@@ -27,4 +27,10 @@ PICKLED_BY_PATH = {
     "tuner.search.pareto_asha": ("ParetoASHA",),
     "tuner.search.optuna_objectives": ("OptunaObjectives",),
     "tuner.settings.objectives": ("Constraint",),  # inside OptunaObjectives
+    # A conditional space's searchers (tuner/search/conditional.py: ConfigList and DefineByRun, and
+    # one class in each of the other two), and the conditions they carry.
+    "tuner.search.conditional": ("ConfigList", "DefineByRun"),
+    "tuner.spec.conditions": ("Conditions",),
+    "tuner.search.hyperopt_branches": ("BranchedHyperOpt",),
+    "tuner.search.bohb_conditions": ("ConditionalBOHB",),
 }

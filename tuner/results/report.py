@@ -7,6 +7,7 @@ import logging
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from ray.tune import ExperimentAnalysis
 from ray.tune.result import (
@@ -264,11 +265,25 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         else:
             trials = rank(trials, meta.objective.metric, meta.objective.mode)
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
-    trials = trials.reset_index(drop=True)
+    trials = _whole_numbers(trials.reset_index(drop=True), rows, meta.params)
     history = (
         pd.concat(histories, ignore_index=True) if histories else _history(pd.DataFrame(), "", meta.params, metrics)
     )
+    for key in meta.params:  # the history's config columns as the trials' (Ray's frames hold floats there)
+        if key in trials and trials[key].dtype == "Int64" and key in history:
+            history[key] = history[key].astype("Int64")
     return trials, history
+
+
+def _whole_numbers(trials: pd.DataFrame, rows: list[dict[str, Any]], params: list[str]) -> pd.DataFrame:
+    """Integer params stay integers where some trials lack them (a conditional key, blank there): pandas
+    would make the column floats, and the best config `width=32.0`, which a model can't take."""
+    for key in params:
+        given = [row[key] for row in rows if row[key] is not None]
+        whole = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in given)
+        if given and whole and len(given) < len(rows):
+            trials[key] = trials[key].astype("Int64")
+    return trials
 
 
 def load_meta(experiment_path: str) -> ExperimentMeta:

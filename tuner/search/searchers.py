@@ -16,6 +16,9 @@ auto      one of the above, picked from the space and num_samples (`choose`), na
 The model-based searchers cannot take grid axes (Ray refuses to convert them), so for them a grid
 axis becomes a choice of the same values, as for `random`, with a notice; only an axis whose values a
 searcher cannot sample (lists, dicts) is an error before any trial starts.
+
+A space with `conditions` gets each of these in a conditional form (tuner/search/conditional.py); the
+counts here (`trials`, `choose`) count its active configs.
 """
 
 import importlib.util
@@ -29,12 +32,14 @@ from ray import tune
 from ray.tune.search.sample import Categorical, Domain
 
 from tuner.errors import TunerError
-from tuner.search import schedulers, warm_start
+from tuner.search import conditional, schedulers, warm_start
 from tuner.settings.experiment import SEARCHES
 from tuner.settings.objectives import Constraint
+from tuner.spec.conditions import Conditions
 from tuner.spec.param_space import is_constant, is_grid
 
 MODEL_BASED = ("optuna", "hyperopt", "bohb")
+PLAIN = Conditions()  # a space without conditions
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
@@ -78,7 +83,7 @@ def check_installed(search: str) -> None:
         raise TunerError(f"--search {search} needs {libraries}, an optional extra: pip install 'tuner[{search}]'")
 
 
-def check(search: str, param_space: dict[str, Any], objectives: int = 1) -> None:
+def check(search: str, param_space: dict[str, Any], objectives: int = 1, conditions: Conditions = PLAIN) -> None:
     if search not in SEARCHES:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
     if objectives > 1 and search in EXTRAS:
@@ -87,6 +92,14 @@ def check(search: str, param_space: dict[str, Any], objectives: int = 1) -> None
             "(multi-objective TPE) or random"
         )
     check_installed(search)
+    if search == "grid":
+        for item in conditions.items:
+            if is_grid(param_space[item.key]) and not is_grid(param_space[item.parent]):
+                if not is_constant(param_space[item.parent]):
+                    raise TunerError(
+                        f"grid crosses grid axes, and grid axis {item.key} depends on {item.parent}, which "
+                        f"is sampled; make {item.parent} a tune.grid_search too, or {item.key} a tune.choice"
+                    )
     if search in MODEL_BASED:
         for key in grid_axes(param_space):
             if not all(is_constant(value) for value in param_space[key]["grid_search"]):
@@ -135,18 +148,37 @@ def distinct_configs(axes: dict[str, list[Any]]) -> int:
     return math.prod(len(values) for values in axes.values())
 
 
-def trials(search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0) -> int:
+def space_size(param_space: dict[str, Any], conditions: Conditions = PLAIN) -> int | None:
+    """The number of distinct configs of a finite space (under conditions, of active keys only); None
+    for a space that samples from a range (or is too large to count its active configs)."""
+    if conditions:
+        return conditional.distinct_configs(param_space, conditions)
+    axes = discrete_axes(param_space)
+    return None if axes is None else distinct_configs(axes)
+
+
+def trials(
+    search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0, conditions: Conditions = PLAIN
+) -> int:
     """Tune's num_samples: `random` over a finite space runs each config at most once (`already_run`:
-    distinct configs a warm start skips)."""
-    if search == "random" and (axes := discrete_axes(param_space)) is not None:
-        return min(num_samples, distinct_configs(axes) - already_run)
+    distinct configs a warm start skips); grid over a conditional space runs num_samples of each active
+    grid point, handed out by tuner (the Tuner's param_space has no grid axes then)."""
+    if search == "grid" and conditions:
+        return num_samples * len(conditional.grid_points(param_space, conditions))
+    if search == "random" and (count := space_size(param_space, conditions)) is not None:
+        return min(num_samples, count - already_run)
     return num_samples
 
 
-def random_notice(search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0) -> str | None:
+def random_notice(
+    search: str, param_space: dict[str, Any], num_samples: int, already_run: int = 0, conditions: Conditions = PLAIN
+) -> str | None:
     """The one line that says `random` runs fewer trials than asked, because the space has fewer configs
     (less those a warm start has run)."""
-    if (count := trials(search, param_space, num_samples, already_run)) == num_samples:
+    if (
+        search != "random"
+        or (count := trials(search, param_space, num_samples, already_run, conditions)) == num_samples
+    ):
         return None
     if already_run:
         return (
@@ -186,7 +218,12 @@ class AutoChoice:
 
 
 def choose(
-    param_space: dict[str, Any], num_samples: int, scheduler: str, epochs: int, objectives: int = 1
+    param_space: dict[str, Any],
+    num_samples: int,
+    scheduler: str,
+    epochs: int,
+    objectives: int = 1,
+    conditions: Conditions = PLAIN,
 ) -> AutoChoice:
     """What --search auto runs. A finite space small enough to run whole: every config once, in random
     order (random draws without replacement; unlike grid order, a time budget that ends the search early
@@ -201,7 +238,7 @@ def choose(
     With several objectives the same: random over a small finite space, else optuna's multi-objective
     TPE (bench/multi_objective.py measures it against random), under ASHA by Pareto front."""
     axes = discrete_axes(param_space)
-    count = None if axes is None else distinct_configs(axes)
+    count = space_size(param_space, conditions)
     whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
     stopping = "asha" if scheduler == "fifo" and epochs >= schedulers.ASHA_MIN_EPOCHS else scheduler
     if count is not None and count <= whole:
@@ -213,8 +250,8 @@ def choose(
             f"search auto: every one of the space's {count} configs once, in random order{under} "
             f"(a finite space of <= {whole} configs)",
         )
-    if axes is None:
-        why = "the space samples from a range"
+    if axes is None or count is None:
+        why = "the space samples from a range" if axes is None else "the space is too large to count"
     else:  # grid crosses grid axes only: a tune.choice it samples, so only an all-grid space runs whole
         whole_by_grid = "; --search grid runs every one" if len(grid_axes(param_space)) == len(axes) else ""
         why = f"the space has {count} configs, more than {whole}{whole_by_grid}"
@@ -287,6 +324,11 @@ def search_algorithm(
         from ray.tune.search.bohb import TuneBOHB
 
         searcher = TuneBOHB(seed=seed)
+    return limited(searcher, max_concurrent)
+
+
+def limited(searcher: Any, max_concurrent: int) -> Any:
+    """The searcher running at most `max_concurrent` trials at once (0: no limit)."""
     if max_concurrent:
         searcher = tune.search.ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
     return searcher

@@ -58,3 +58,17 @@ def known_values(value: Any) -> list[Any]:
     if isinstance(value, Domain):
         return []  # e.g. tune.sample_from: only known once sampled
     return [value]
+
+
+def finite_values(value: Any) -> list[Any] | None:
+    """Every value a param can take, when that is a known finite set (a grid axis, a tune.choice, a
+    constant); None for a range or a nested group."""
+    if is_grid(value):
+        return list(value["grid_search"])
+    if is_constant(value):
+        return [value]
+    if isinstance(value, dict):
+        return None
+    from ray.tune.search.sample import Categorical  # loaded by the space module already
+
+    return list(value.categories) if isinstance(value, Categorical) else None

@@ -10,6 +10,7 @@ Nothing here imports torch or Ray: a mistake is named before either loads.
 """
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -26,7 +27,8 @@ from tuner.models import MODELS
 from tuner.settings import GROUPS, Budget, Objective, Resources, Tuning
 from tuner.settings.declaration import settings_of
 from tuner.signatures import is_torchmetric, takes
-from tuner.spec import hyperparameters
+from tuner.spec import conditions, hyperparameters
+from tuner.spec.conditions import Conditions
 from tuner.spec.param_space import is_grid, is_group, known_values
 
 SPACES_DIR = Path(__file__).resolve().parents[2] / "search_spaces"
@@ -42,7 +44,7 @@ SIGNATURES: dict[str, tuple[tuple[int, ...], str]] = {
 }
 LOOP_PARTS = ("model", "loss", "metrics", "optimizer")  # what an own train_loop replaces
 # What a module may define besides the settings (tuner/settings/experiment.py).
-MODULE_NAMES = {"metric", "mode", "param_space", "description", *SIGNATURES}
+MODULE_NAMES = {"metric", "mode", "param_space", "conditions", "description", *SIGNATURES}
 
 
 SETTING_NAMES = {item.name: group for group, cls in GROUPS.items() for item, _ in settings_of(cls)}
@@ -57,6 +59,9 @@ class ExperimentSpec:
     name: str
     objective: Objective
     param_space: dict[str, Any]
+    # When a key is searched at all, as the module declares it ({"momentum": {"optimizer": "sgd"}});
+    # read and checked as `conditional` (tuner/spec/conditions.py).
+    conditions: Mapping[str, Mapping[str, Any]] | None = None
     model: str | Callable[..., Any] | None = None
     dataset: str | Callable[..., Any] | None = None
     loss: Callable[..., Any] | None = None
@@ -74,6 +79,11 @@ class ExperimentSpec:
 
     def __post_init__(self) -> None:
         validate(self)
+
+    @functools.cached_property
+    def conditional(self) -> Conditions:
+        """The checked conditions (falsy for a plain space); its `order` lists every key, parents first."""
+        return conditions.read(self.conditions, self.param_space)
 
     @classmethod
     def of(cls, name: str, **values: Any) -> "ExperimentSpec":
@@ -307,6 +317,10 @@ def _validate_param_space(space: ExperimentSpec) -> None:
         shipped_model=isinstance(space.model, str),
     )
     _validate_values(space, space.param_space, checked, prefix="")
+    try:
+        space.conditional  # noqa: B018 (read once here, so a mistake is named before Ray starts)
+    except TunerError as error:
+        _fail(space, str(error))
 
 
 def _validate_values(space: ExperimentSpec, params: dict[Any, Any], checked: set[str], prefix: str) -> None:

@@ -8,7 +8,7 @@ warning, with the read name it was probably meant to be.
 """
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 # The result key that carries the names a trial read, comma-separated (a string survives Ray's
@@ -60,6 +60,13 @@ class ReadTrackingConfig(dict):
 def reads_of(reported: Iterable[Any]) -> set[str]:
     """The union of RESULT_KEY values of several results (missing or empty ones skipped)."""
     return {name for value in reported if isinstance(value, str) for name in value.split(",") if name}
+
+
+def given_keys(params: Iterable[str], configs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The top-level keys of `params` (flat names, `group/name`) that some trial's config had, sorted. A
+    conditional key whose condition held in no trial (tuner/spec/conditions.py) was never there to read."""
+    had = {key for config in configs for key in config}
+    return sorted({param.split("/")[0] for param in params} & had)
 
 
 def _initials(name: str) -> str:

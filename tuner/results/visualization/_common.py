@@ -72,4 +72,5 @@ def plural(number: int, noun: str) -> str:
 
 
 def short_config(row: pd.Series, params: list[str]) -> str:
-    return ", ".join(f"{p}={label(row[p])}" for p in params)
+    """`lr=0.01, optimizer=adam`; a conditional key the trial did not have is left out, not `nan`."""
+    return ", ".join(f"{p}={label(row[p])}" for p in params if not pd.isna(row[p]))
