@@ -10,6 +10,7 @@ from ray import cloudpickle, tune
 from tuner.errors import TunerError
 from tuner.search import conditional, searchers
 from tuner.search.plan import plan
+from tuner.search.warm_start import Earlier
 from tuner.spec.space import ExperimentSpec
 from tuner.training.config_reads import given_keys
 
@@ -46,9 +47,9 @@ SAMPLED_CONDITIONS = {
 
 
 def spec(param_space=GRID, conditions=CONDITIONS, **settings):
+    settings = {"metric": "val_acc", "mode": "max", **settings}
     return ExperimentSpec.of(
-        "cond", metric="val_acc", mode="max", model="mlp", dataset="digits", param_space=param_space,
-        conditions=conditions, **settings,
+        "cond", model="mlp", dataset="digits", param_space=param_space, conditions=conditions, **settings,
     )  # fmt: skip
 
 
@@ -190,6 +191,20 @@ def test_a_pinned_parent_leaves_out_the_keys_it_can_no_longer_activate():
 def test_pbt_is_refused_with_conditions():
     with pytest.raises(TunerError, match="pbt mutates each hyperparameter on its own"):
         plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="random", scheduler="pbt"), seed=0)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"metric": ["val_acc", "val_loss"], "mode": ["max", "min"]}, {"constraints": ["val_loss <= 1"]}],
+)
+def test_conditions_with_several_objectives_or_constraints_are_refused(settings):
+    with pytest.raises(TunerError, match="conditions work with one objective and no constraints so far"):
+        plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="optuna", **settings), seed=0)
+
+
+def test_a_warm_start_of_a_conditional_space_is_refused():
+    with pytest.raises(TunerError, match="--warm-start does not take a space with conditions yet"):
+        plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="optuna"), seed=0, earlier=Earlier("earlier", ()))
 
 
 def test_a_plain_space_plans_as_before():
