@@ -391,6 +391,12 @@ def _front(trials: "pd.DataFrame", meta: "ExperimentMeta") -> None:
         print(f"  ... {len(front) - FRONT_SHOWN} more in the report")
 
 
+def _markdown(table: "pd.DataFrame") -> str:
+    """A table for the terminal, a missing value (a conditional key the trial did not have, a GPU figure
+    on the CPU) as an empty cell, as in trials.csv, rather than nan or <NA>."""
+    return table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".4g", missingval="")
+
+
 def _blank(value: Any) -> bool:
     import pandas as pd  # loaded with the report already
 
@@ -472,7 +478,7 @@ def _report(args: argparse.Namespace) -> int:
             f"# {meta.space}: {report.total_trials(trials, meta)} trials ({counts or 'none recorded'}), "
             f"ranked by {_ranked_by(meta)}" + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "") + "\n"
         )
-        print(table.to_markdown(index=False, floatfmt=".4g"))
+        print(_markdown(table))
     return 0
 
 
@@ -509,7 +515,7 @@ def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: 
         if table.empty:
             print("no scheduler decisions recorded for this trial (fifo, or it never reached a rung)")
         else:
-            print(table.to_markdown(index=False, floatfmt=".4g"))
+            print(_markdown(table))
     return 0
 
 
