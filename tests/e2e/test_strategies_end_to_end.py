@@ -293,6 +293,8 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
     experiment = analysis.load(str(tmp_path / "results" / "two"))
     page = html_report._page(experiment.path, experiment.trials, experiment.history, experiment.meta)
     assert "<h2>Pareto front</h2>" in page and 'alt="Pareto front"' in page
+    # The importance of the hyperparameters for each objective, the primary first.
+    assert page.index("<h3>for val_acc (max)</h3>") < page.index("<h3>for val_loss (min)</h3>")
 
 
 def test_a_conditional_space_gives_each_trial_only_its_active_keys(tmp_path):

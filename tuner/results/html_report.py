@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from tuner.errors import TunerError
 from tuner.results import report, stops, visualization
 from tuner.results.columns import best_column
-from tuner.results.importance import REPEATS, importance
+from tuner.results.importance import REPEATS, importances
 from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
 from tuner.settings.objectives import describe
@@ -131,16 +131,18 @@ def _pareto(trials: pd.DataFrame, meta: ExperimentMeta, scored: pd.DataFrame) ->
 
 
 def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
+    """One table and plot per objective (the primary first)."""
     try:
-        frame = importance(trials, meta)
+        frames = importances(trials, list(meta.params), list(meta.objective.objectives))
     except TunerError as error:
         return _note(str(error))
+    evaluators = sorted({frame.attrs["evaluator"] for frame in frames.values()})
     method = (
-        f"optuna's {frame.attrs['evaluator']} importance evaluator on the scored trials (hyperparameters to "
+        f"optuna's {' and '.join(evaluators)} importance evaluator on the scored trials (hyperparameters to "
         f"best score): each hyperparameter's share of the total, with its std over {REPEATS} bootstrap "
         "resamples of the trials (see tuner/results/importance.py)."
     )
-    if frame["importance"].isna().any():
+    if any(frame["importance"].isna().any() for frame in frames.values()):
         method += " A hyperparameter blank in some trials is not assessed: fANOVA needs it in every trial."
     stopped = int((trials["status"] == TrialStatus.STOPPED_EARLY).sum())
     if stopped:
@@ -148,7 +150,14 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
             f" {stopped} of the scored trials were stopped early, so their scores come from fewer epochs: "
             "the importance partly reflects which trials the scheduler let run on."
         )
-    return _note(method) + _table(frame) + _image(visualization.plot_importance(frame), "hyperparameter importance")
+    parts = []
+    for (metric, mode), frame in zip(meta.objective.objectives, frames.values()):
+        several = len(frames) > 1
+        heading = f"<h3>for {html.escape(metric)} ({mode})</h3>" if several else ""
+        alt = "hyperparameter importance" + (f" for {metric}" if several else "")
+        image = _image(visualization.plot_importance(frame), alt)
+        parts.append(heading + _table(frame) + image)
+    return _note(method) + "".join(parts)
 
 
 def _failure(trial: pd.Series) -> str:
