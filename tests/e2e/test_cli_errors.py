@@ -84,12 +84,12 @@ SPACE_FILES = {
             "hyperopt optimizes one metric, and this space has 2 objectives; use --search optuna",
         ),
         (
-            ["run", "--metric", "val_acc,latency_ms", "--mode", "max,min"],
-            "objective 'latency_ms' is never reported; the loop reports train_loss, val_acc, val_loss",
+            ["run", "--metric", "val_acc,f1", "--mode", "max,max"],
+            "objective 'f1' is never reported; the loop reports train_loss, val_acc, val_loss",
         ),
         (
-            ["run", "--constraints", "params<=2e6"],
-            "constraint 'params<=2e6': metric 'params' is never reported",
+            ["run", "--constraints", "f1>=0.5"],
+            "constraint 'f1>=0.5': metric 'f1' is never reported",
         ),
         (
             ["run", "--scheduler", "pb2"],
