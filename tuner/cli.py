@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from tuner.command import tuner_command, with_extra
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
-from tuner.results.columns import best_column
+from tuner.results.columns import best_column, is_blank
 from tuner.results.status import UNFINISHED
 from tuner.settings import GROUPS, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
@@ -347,7 +347,7 @@ def _summarize(outcome: "Outcome") -> int:
     best = scored.iloc[0]
     _front(trials, meta)
     # A conditional key the best trial did not have is blank in the report, and left out here.
-    params = [key for key in outcome.params if not _blank(best[key])]
+    params = [key for key in outcome.params if not is_blank(best[key])]
     config = ", ".join(f"{key}={best[key]}" for key in params)
     print(
         f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
@@ -395,12 +395,6 @@ def _markdown(table: "pd.DataFrame") -> str:
     """A table for the terminal, a missing value (a conditional key the trial did not have, a GPU figure
     on the CPU) as an empty cell, as in trials.csv, rather than nan or <NA>."""
     return table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".4g", missingval="")
-
-
-def _blank(value: Any) -> bool:
-    import pandas as pd  # loaded with the report already
-
-    return not isinstance(value, (list, tuple, dict)) and bool(pd.isna(value))
 
 
 def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:

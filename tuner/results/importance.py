@@ -55,7 +55,7 @@ from optuna.importance import BaseImportanceEvaluator, FanovaImportanceEvaluator
 
 from tuner.errors import TunerError
 from tuner.results import report
-from tuner.results.columns import best_column
+from tuner.results.columns import best_column, is_blank
 from tuner.results.status import SCORED
 from tuner.results.visualization._common import use_log_scale
 from tuner.storage.meta import ExperimentMeta
@@ -75,11 +75,6 @@ AUTO = "auto"  # fANOVA, or PED-ANOVA when a hyperparameter is blank in some sco
 
 MetricMode = tuple[str, str]  # an objective: (metric, "max" or "min")
 _Encode = Callable[[Any], Any]
-
-
-def _is_blank(value: Any) -> bool:
-    """A key the trial did not use: None, NaN (how a CSV gives an empty cell back) or pandas' NA."""
-    return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def _is_number(value: Any) -> bool:
@@ -171,7 +166,7 @@ def _objective_importance(
         )
     read = {}  # the hyperparameters that vary: (distribution, encode), and whether every trial has one
     for param in params:
-        active = [v for v in rows[param] if not _is_blank(v)]
+        active = [v for v in rows[param] if not is_blank(v)]
         found = _distribution(active) if active else None
         if found is not None:
             read[param] = (found, len(active) == len(rows))
@@ -182,7 +177,7 @@ def _objective_importance(
     trial_params: list[dict[str, Any]] = []
     trial_distributions: list[dict[str, BaseDistribution]] = []
     for _, row in rows.iterrows():
-        used = [p for p in assessed if not _is_blank(row[p])]  # a conditional key the trial did not use: left out
+        used = [p for p in assessed if not is_blank(row[p])]  # a conditional key the trial did not use: left out
         trial_params.append({p: read[p][0][1](row[p]) for p in used})
         trial_distributions.append({p: read[p][0][0] for p in used})
     scores = rows[score].to_numpy(float)
