@@ -20,7 +20,7 @@ from ray.exceptions import AuthenticationError
 
 from tuner.command import ray_command
 from tuner.errors import TunerError
-from tuner.execution.cluster_token import refusal_hint, send_token_if_available
+from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
 from tuner.ray_compat import env, errors, logs
 from tuner.settings.run import LOOPBACK, Cluster
 
@@ -90,14 +90,19 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             )
         yield
         return
-    token = None
+    token = auth_mode = None
     if cluster.target != "local":
         check_reachable(cluster.target)
-        token = send_token_if_available()
+        auth_mode = mode_for(cluster.target)
+        token = send_token_if_available() if auth_mode != "disabled" else None
+        if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
+            raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(None)}")
     quiet = ray_logs.upper() != "INFO"
     try:
         # The instance's processes take the level as they start; this process's environment is put back.
+        # A cluster without authentication: no token mode, not even Ray's own for `auto`.
         with (
+            env.variable("RAY_AUTH_MODE", auth_mode if auth_mode == "disabled" else None, user_wins=True),
             env.local_instance_log_level(ray_logs),
             logs.quiet_token_notice(cluster.target == "local" and quiet),
             logs.quiet_client_notice(quiet),

@@ -69,3 +69,35 @@ def client_log_stream() -> Any | None:
     if not client.is_connected():
         return None
     return getattr(client.get_context().client_worker, "log_client", None)
+
+
+def gcs_wants_token(address: str, timeout_s: float) -> bool | None:
+    """Whether the GCS at `host:port` refuses a call that carries no token: True or False, or None when
+    it gives no clear answer in time (a TLS cluster, a GCS still starting). Ray 2.60 has no public way to
+    ask a cluster's authentication mode, and ray.init with a token connects to a cluster without
+    authentication all the same (tuner/execution/cluster_token.py says what then fails); one unary call
+    of the GCS's own service, without a token, tells. Can go when ray.init matches the cluster's mode."""
+    import grpc  # type: ignore[import-untyped]  # no stubs: grpcio is here only as Ray's dependency
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout_s)  # type: ignore[attr-defined]
+    except grpc.RpcError as err:
+        return True if err.code() == grpc.StatusCode.UNAUTHENTICATED else None
+    finally:
+        channel.close()
+    return False
+
+
+def resolved_address(address: str) -> str | None:
+    """The GCS `host:port` that `ray.init(address=...)` would connect to for `auto` (the latest cluster
+    `ray start` recorded on this machine) or a `host:port`; None when Ray would find none. Ray exports no
+    resolver; can go with gcs_wants_token."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        return canonicalize_bootstrap_address(address)
+    except Exception:  # Ray's own ConnectionError/ValueError: ray.init says it better
+        return None
