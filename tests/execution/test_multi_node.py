@@ -151,7 +151,11 @@ def _run_and_remove_a_node(
             seen.update(_running(cluster, title))
             return epochs_checkpointed(experiment) >= epochs_before and bool(seen)
 
-        wait_until(progressed, f"{epochs_before} epochs on the cluster", timeout=240, driver=driver)
+        try:
+            wait_until(progressed, f"{epochs_before} epochs on the cluster", timeout=240, driver=driver)
+        except AssertionError as failure:  # with why the run ended, if it did
+            ended = driver.communicate(timeout=60)[1][-3000:] if driver.poll() is not None else ""
+            raise AssertionError(f"{failure}\n{ended}") from None
         victim_node = next(node for node in cluster.worker_nodes if node.node_id == next(iter(seen.values())))
         cluster.remove_node(victim_node, allow_graceful=False)
         # Where the trial goes on: the processes are gone with their node, the trial's next ones appear.
