@@ -11,7 +11,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -100,9 +100,10 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     quiet = ray_logs.upper() != "INFO"
     try:
         # The instance's processes take the level as they start; this process's environment is put back.
-        # A cluster without authentication: no token mode, not even Ray's own for `auto`.
+        # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
+        # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
         with (
-            env.variable("RAY_AUTH_MODE", auth_mode if auth_mode == "disabled" else None, user_wins=True),
+            env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
             env.local_instance_log_level(ray_logs),
             logs.quiet_token_notice(cluster.target == "local" and quiet),
             logs.quiet_client_notice(quiet),
