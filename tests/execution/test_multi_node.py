@@ -96,7 +96,11 @@ def _running(cluster: Cluster, title: str) -> dict[int, str]:
     """pid -> node id of the cluster's processes whose title (command line) contains `title`."""
     raylets, found = _raylets(cluster), {}
     for raylet in raylets:
-        for child in psutil.Process(raylet).children(recursive=True):
+        try:
+            children = psutil.Process(raylet).children(recursive=True)
+        except psutil.Error:
+            continue  # a node going down
+        for child in children:
             try:
                 if title in " ".join(child.cmdline()):
                     found[child.pid] = raylets[raylet]
