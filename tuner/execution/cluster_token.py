@@ -6,9 +6,9 @@ environment says RAY_AUTH_MODE=token, even when the token sits in ~/.ray/auth_to
 found only for a local instance it starts; for `--address` tuner does the same, but only for a cluster
 that asks for a token. A cluster without authentication (one started by `ray.cluster_utils.Cluster`, or
 with RAY_AUTH_MODE=disabled) accepts a driver in token mode, and then every trial fails at once with
-"The actor never ran - it was cancelled before it started running" (Ray 2.60): the driver's own
-servers want the token from the cluster's processes calling back, and those send none. So tuner asks
-the cluster first (ray_compat.private.gcs_wants_token) and connects in the cluster's mode.
+"The actor never ran - it was cancelled before it started running" (Ray 2.60; a plain ray.init and
+one actor with RAY_AUTH_MODE=token fail the same way, while the connection itself succeeds). So tuner
+asks the cluster first (ray_compat.private.gcs_wants_token) and connects in the cluster's mode.
 """
 
 import os
