@@ -572,7 +572,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tuner: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except OSError as err:  # an object store's answer (unreachable, credentials refused) from any command
-        if (said := filesystem.store_error(err)) is None:
+        uri = next((arg for arg in argv or sys.argv[1:] if "://" in arg), None)  # its endpoint_override, if any
+        if (said := filesystem.store_error(err, uri)) is None:
             raise
         print(f"tuner: error: {said}", file=sys.stderr)
         return USAGE_ERROR
