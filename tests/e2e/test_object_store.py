@@ -45,12 +45,9 @@ def start(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
 
 
 def checkpoints(store: ObjectStore, experiment: str) -> int:
-    """Checkpoints the trials have written to the store so far (each epoch writes one)."""
-    try:
-        names = store.names(experiment)
-    except OSError:
-        return 0
-    return len({name for name in names if name.rsplit("/", 1)[-1].startswith("checkpoint_")})
+    """Checkpoints all trials have written to the store so far (each epoch writes one)."""
+    parts = [name.split("/") for name in store.names(experiment)]
+    return sum(1 for part in parts if len(part) == 2 and part[1].startswith("checkpoint_"))
 
 
 def has_state(store: ObjectStore, experiment: str) -> Callable[[], bool]:
@@ -72,7 +69,7 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     The driver is SIGKILLed mid-run; `tuner resume` goes on until the store is stopped under it, and fails
     in one line naming the store; with the store back on its port and data, `tuner resume` finishes with
     every epoch once and nothing recorded before lost; report, --html and list read it from the store."""
-    epochs, grid = 40, [0.001, 0.01]
+    epochs, grid = 150, [0.001, 0.01]
     path = write_space(tmp_path, "stored", epochs=epochs, lr=f"tune.grid_search({grid})")
     env = store.env()
     storage = store.uri("results")
@@ -90,7 +87,7 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     before = checkpoints(store, inside)
     driver = start(tmp_path, env, "resume", experiment)
     try:
-        wait_until(lambda: checkpoints(store, inside) > before + 2, "progress after the kill", driver=driver)
+        wait_until(lambda: checkpoints(store, inside) > before, "progress after the kill", driver=driver)
         kept = result_rows(store, inside)
         store.stop()
         code, out, err = finish(driver, timeout=300)

@@ -117,8 +117,11 @@ def write_problem(path_or_uri: str) -> str | None:
     return None if os.access(existing, os.W_OK) else "permission denied"
 
 
-# pyarrow's S3 errors end in the AWS SDK's own: `AWS Error <CODE> during <Operation> operation: <message>`.
-_AWS_ERROR = re.compile(r"AWS Error (\w+) during \w+ operation: (.*?)\s*(?:\(Request ID: [^)]*\))?\s*$", re.S)
+# pyarrow's S3 errors end in the AWS SDK's own: `AWS Error <CODE> [(HTTP status <N>)] during <Operation>
+# operation: <message>`.
+_AWS_ERROR = re.compile(
+    r"AWS Error (\w+)( \(HTTP status \d+\))? during \w+ operation: (.*?)\s*(?:\(Request ID: [^)]*\))?\s*$", re.S
+)
 # The codes of a key the store does not know, a wrong secret, or a key without the right to the bucket.
 CREDENTIAL_ERRORS = {
     "ACCESS_DENIED",
@@ -151,7 +154,7 @@ def store_error(err: BaseException, uri: str | None = None) -> str | None:
     found = _AWS_ERROR.search(str(err))
     if found is None:
         return None
-    code, said = found.group(1), _one_line(found.group(2)) or "no reason given"
+    code, status, said = found.group(1), found.group(2) or "", _one_line(found.group(3)) or "no reason given"
     store = f"the object store at {endpoint(uri)}"
     if code in UNREACHABLE_ERRORS:
         return (
@@ -163,7 +166,7 @@ def store_error(err: BaseException, uri: str | None = None) -> str | None:
             f"{store} refused the credentials ({code}: {said}); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
             "to a key that may read and write the bucket"
         )
-    return f"{store} answered {code}: {said}"
+    return f"{store} answered {code}{status}: {said}"
 
 
 def endpoint(uri: str | None) -> str:
