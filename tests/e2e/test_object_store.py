@@ -1,5 +1,6 @@
 """Experiments in a real S3-compatible object store (tests/object_store.py: SeaweedFS on 127.0.0.1), in
-both forms a user points tuner at a bucket: the endpoint in the URI's query, or in AWS_ENDPOINT_URL.
+both forms a user points tuner at a bucket: the endpoint in the URI's query, or in AWS_ENDPOINT_URL (one
+experiment through both: the Ray start-ups are the cost).
 Faults for real: the driver killed, the store stopped mid-run and started again, wrong credentials.
 """
 
@@ -68,15 +69,17 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     """`s3://bucket/path?endpoint_override=...&scheme=http` (the bug: the name was joined after the query).
     The driver is SIGKILLed mid-run; `tuner resume` goes on until the store is stopped under it, and fails
     in one line naming the store; with the store back on its port and data, `tuner resume` finishes with
-    every epoch once and nothing recorded before lost; report, --html and list read it from the store."""
-    epochs, grid = 150, [0.001, 0.01]
+    every epoch once and nothing recorded before lost; report, --html and list read it from the store.
+    That last resume and the list take the other form: AWS_ENDPOINT_URL and a plain `s3://bucket/path`."""
+    epochs, grid = 40, [0.001, 0.01]
     path = write_space(tmp_path, "stored", epochs=epochs, lr=f"tune.grid_search({grid})")
     env = store.env()
     storage = store.uri("results")
     experiment = store.uri("results/stored")  # the name on the path, the query kept at the end
     inside = "results/stored"
 
-    driver = start(tmp_path, env, "run", path, "--storage-path", storage, "--name", "stored")
+    # No retries: a trial fails at its first write to the stopped store, the error comes ~20 s sooner.
+    driver = start(tmp_path, env, "run", path, "--storage-path", storage, "--name", "stored", "--max-failures", "0")
     try:
         wait_until(
             lambda: checkpoints(store, inside) >= 3 and has_state(store, inside)(), "3 checkpoints", driver=driver
@@ -108,7 +111,9 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     for trial, recorded in kept.items():  # nothing recorded before the store went away was lost
         assert after[trial][: len(recorded)] == recorded
 
-    resumed = run_tuner("resume", experiment, cwd=tmp_path, env=env, timeout=400)
+    # The other form for the same experiment: the endpoint from the environment, a plain s3:// path.
+    plain_env, plain = store.env(AWS_ENDPOINT_URL=f"http://{store.endpoint}"), f"s3://{BUCKET}/results"
+    resumed = run_tuner("resume", f"{plain}/stored", cwd=tmp_path, env=plain_env, timeout=400)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     trials = pd.read_csv(io.BytesIO(store.read(f"{inside}/trials.csv")))
     history = pd.read_parquet(io.BytesIO(store.read(f"{inside}/history.parquet")))
@@ -121,29 +126,20 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     assert "stored: 2 trials (2 finished)" in report.stdout, report.stdout
     assert f"html report: {store.uri('results/stored/report.html')}" in report.stderr
     assert b"<html" in store.read(f"{inside}/report.html")
-    listed = run_tuner("list", storage, cwd=tmp_path, env=env)
+    listed = run_tuner("list", plain, cwd=tmp_path, env=plain_env)
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert any(line.startswith("| stored ") and " finished " in line for line in listed.stdout.splitlines()), (
         listed.stdout
     )
 
 
-def test_endpoint_from_the_environment_and_wrong_credentials(store, tmp_path):
-    """`s3://bucket/path` with AWS_ENDPOINT_URL: a short run, then `tuner list`. Wrong credentials: one
-    line naming the store's answer, exit 2, before Ray starts and with nothing written; the same for list."""
-    path = write_space(tmp_path, "plain", epochs=2, lr="0.01")
-    env = store.env(AWS_ENDPOINT_URL=f"http://{store.endpoint}")
-    storage = f"s3://{BUCKET}/plain-results"
-    ran = run_tuner("run", path, "--storage-path", storage, "--name", "plain", cwd=tmp_path, env=env)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    assert f"experiment: {storage}/plain" in ran.stdout
-    listed = run_tuner("list", storage, cwd=tmp_path, env=env)
-    assert listed.returncode == 0 and "| plain " in listed.stdout, listed.stdout + listed.stderr[-3000:]
-    assert "trials.csv" in store.names("plain-results/plain")
-
+def test_wrong_credentials_are_one_line_before_ray_starts(store, tmp_path):
+    """A wrong secret: `tuner run` says the store's answer and what to set in one line, exit 2, before Ray
+    starts and with nothing written; `tuner list` and `tuner report` likewise."""
+    path = write_space(tmp_path, "refused", epochs=2, lr="0.01")
     wrong = store.env(AWS_SECRET_ACCESS_KEY="not-the-secret")
     started = time.monotonic()
-    refused = run_tuner("run", path, "--storage-path", store.uri("refused"), "--name", "plain", cwd=tmp_path, env=wrong)
+    refused = run_tuner("run", path, "--storage-path", store.uri("refused"), cwd=tmp_path, env=wrong)
     assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr[-3000:]
     assert refused.stderr.strip() == (
         f"tuner: error: cannot write to --storage-path {store.uri('refused')}: the object store at {store.endpoint} "
@@ -153,7 +149,11 @@ def test_endpoint_from_the_environment_and_wrong_credentials(store, tmp_path):
     )
     assert time.monotonic() - started < 30  # no Ray start-up: the probe answers in well under a second
     assert store.names("refused") == []
-    for command in (["list", storage], ["report", f"{storage}/plain"]):
-        said = run_tuner(*command, cwd=tmp_path, env={**env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
-        assert said.returncode == 2 and len(said.stderr.strip().splitlines()) == 1, said.stderr[-3000:]
-        assert "refused the credentials (" in said.stderr
+    plain_env = {**wrong, "AWS_ENDPOINT_URL": f"http://{store.endpoint}"}
+    for command, env in (["list", store.uri("refused")], wrong), (["report", f"s3://{BUCKET}/refused/x"], plain_env):
+        said = run_tuner(*command, cwd=tmp_path, env=env)
+        assert said.returncode == 2 and said.stdout == "", said.stdout + said.stderr[-3000:]
+        # The endpoint as the URI's query or AWS_ENDPOINT_URL (http://...) gives it.
+        assert said.stderr.startswith("tuner: error: the object store at "), said.stderr[-3000:]
+        assert f"{store.endpoint} refused the credentials (ACCESS_DENIED: " in said.stderr
+        assert len(said.stderr.strip().splitlines()) == 1
