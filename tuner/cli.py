@@ -22,6 +22,7 @@ from tuner.settings.kinds import Flag, Whole
 from tuner.settings.run import DEFAULT_STORAGE_PATH
 from tuner.spec import space as space_modules
 from tuner.spec.overrides import parse_sets
+from tuner.storage import filesystem
 from tuner.storage.filesystem import default_experiment_name
 from tuner.storage.trial_names import trial_id_of
 
@@ -322,7 +323,7 @@ def _summarize(outcome: "Outcome") -> int:
         print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
     print()
     print(f"experiment: {path}")
-    print(f"report:     {path}/{report.TRIALS_CSV} ({tuner_command()} report {path})")
+    print(f"report:     {filesystem.join(path, report.TRIALS_CSV)} ({tuner_command()} report {path})")
     if devices := _devices(trials, meta):
         print(f"devices:    {devices}")
     # The counts of the live view's last line, `tuner list` and `tuner report`: every trial of the
@@ -569,6 +570,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)
         print(f"tuner: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    except OSError as err:  # an object store's answer (unreachable, credentials refused) from any command
+        uri = next((arg for arg in argv or sys.argv[1:] if "://" in arg), None)  # its endpoint_override, if any
+        if (said := filesystem.store_error(err, uri)) is None:
+            raise
+        print(f"tuner: error: {said}", file=sys.stderr)
         return USAGE_ERROR
     except Interrupted as interrupted:
         print(

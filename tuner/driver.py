@@ -148,7 +148,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
         log.info("tuner: extend: the grid has run whole; the new trials are random draws of the same space")
     for notice in plan.notices:
         log.info("tuner: %s", notice)
-    storage_path, name = experiment_path.rsplit("/", 1)
+    storage_path, name = filesystem.split(experiment_path)
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
@@ -191,7 +191,11 @@ def _latest_run(meta: ExperimentMeta) -> ExperimentMeta:
 
 
 def _new_experiment_path(storage_path: str, name: str) -> str:
-    experiment_path = f"{storage_path.rstrip('/')}/{name}"
+    experiment_path = filesystem.join(storage_path, name)
+    # An object store is probed first: a wrong key or endpoint is its answer, not a traceback of `exists`.
+    remote = filesystem.is_remote(storage_path) and filesystem.store_problem(storage_path)
+    if remote:
+        raise TunerError(f"cannot write to --storage-path {storage_path}: {remote}")
     if filesystem.exists(experiment_path):
         raise TunerError(
             f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)"

@@ -170,7 +170,7 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     # A fresh Train run for every fit (a retry, a resume, a PBT exploit): the run only stages
     # checkpoints on their way to Tune, and it is deleted afterwards.
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
-    staging = f"{setup.experiment_path.rstrip('/')}/{STAGING_DIR}"
+    staging = filesystem.join(setup.experiment_path, STAGING_DIR)
     reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
@@ -197,7 +197,7 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
         ),
     )
     run = _train_runs[trial_id] = TrainRun(
-        trainer, reports, answers, after_fit=lambda: _delete_staging(f"{staging}/{run_name}")
+        trainer, reports, answers, after_fit=lambda: _delete_staging(filesystem.join(staging, run_name))
     )
     with env.fast_train_polls():
         run.run()

@@ -290,9 +290,10 @@ def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str
 
 def check_storage(experiment_path: str) -> None:
     if problem := filesystem.write_problem(experiment_path):
+        remedy = "once it answers again" if filesystem.is_remote(experiment_path) else "free space or make it writable"
         raise TunerError(
-            f"cannot write to {experiment_path}: {problem}; what was written is kept: free space "
-            f"or make it writable, then: {tuner_command()} resume {experiment_path}"
+            f"cannot write to {experiment_path}: {problem}; what was written is kept: {remedy}, "
+            f"then: {tuner_command()} resume {experiment_path}"
         ) from None
 
 
@@ -303,7 +304,7 @@ def interruptible(experiment_path: str) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        if filesystem.exists(f"{experiment_path}/{filesystem.META_FILE}"):
+        if filesystem.exists(filesystem.join(experiment_path, filesystem.META_FILE)):
             raise Interrupted(experiment_path) from None
         raise
 

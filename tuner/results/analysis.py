@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
 from tuner.results import objectives, report, stops, visualization
-from tuner.storage import decisions
+from tuner.storage import decisions, filesystem
 from tuner.storage.meta import ExperimentMeta
 
 
@@ -29,6 +29,11 @@ class Experiment:
     meta: ExperimentMeta
     trials: pd.DataFrame
     history: pd.DataFrame
+
+    @property
+    def name(self) -> str:
+        """The experiment directory's name (a bucket URI's query is no part of it)."""
+        return filesystem.base_name(self.path)
 
     @property
     def metric(self) -> str:

@@ -43,7 +43,7 @@ class Summary:
         metric = self.meta.objective.metric
         scored = report.scored(self.trials, metric)
         return {
-            "experiment": self.path.rstrip("/").rsplit("/", 1)[-1],
+            "experiment": filesystem.base_name(self.path),
             "space": self.meta.space,
             "status": self.status,
             "trials": report.describe(report.tally(self.trials, self.meta)) or "none yet",
@@ -69,9 +69,9 @@ def find(storage_path: str) -> list[str]:
     for entry in fs.get_file_info(pafs.FileSelector(root)):
         meta = fs.get_file_info(f"{entry.path}/{filesystem.META_FILE}")
         if entry.type == pafs.FileType.Directory and meta.type == pafs.FileType.File:
-            path = f"{filesystem.normalize(storage_path)}/{entry.base_name}"
+            path = filesystem.join(filesystem.normalize(storage_path), entry.base_name)
             found.append((_started(meta_file.read(path), meta), entry.base_name))
-    return [f"{filesystem.normalize(storage_path)}/{name}" for _, name in sorted(found, reverse=True)]
+    return [filesystem.join(filesystem.normalize(storage_path), name) for _, name in sorted(found, reverse=True)]
 
 
 def _started(meta: ExperimentMeta, meta_info: pafs.FileInfo) -> float:

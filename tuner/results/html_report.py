@@ -47,7 +47,7 @@ img { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
 def write(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> str:
     """Write `<experiment_path>/report.html` atomically from the frames of `tuner.results.report.read_tables`;
     returns its path."""
-    path = f"{experiment_path.rstrip('/')}/{REPORT_FILE}"
+    path = filesystem.join(experiment_path, REPORT_FILE)
     filesystem.write_atomic(path, _page(experiment_path, trials, history, meta).encode())
     return path
 

@@ -121,7 +121,7 @@ def _with_earlier_runs(
         if not (name := extension.get("previous_state")):
             continue
         try:
-            earlier = _analysis(f"{experiment_path}/{name}")
+            earlier = _analysis(filesystem.join(experiment_path, name))
         except TunerError:
             log.warning(
                 "%s/%s is gone: the trials before that `tuner extend` are not in the report", experiment_path, name
@@ -289,7 +289,7 @@ def _whole_numbers(trials: pd.DataFrame, rows: list[dict[str, Any]], params: lis
 def load_meta(experiment_path: str) -> ExperimentMeta:
     if not filesystem.exists(experiment_path):
         raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
-    if not filesystem.exists(f"{experiment_path}/{filesystem.META_FILE}"):
+    if not filesystem.exists(filesystem.join(experiment_path, filesystem.META_FILE)):
         raise TunerError(
             f"{experiment_path} is not a tuner experiment (no {filesystem.META_FILE}); "
             "pass the directory that `tuner run` printed"
@@ -311,9 +311,9 @@ def write(experiment_path: str) -> pd.DataFrame:
 
 
 def save(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame) -> None:
-    filesystem.write_atomic(f"{experiment_path}/{HISTORY_PARQUET}", _parquet(history))
-    filesystem.write_atomic(f"{experiment_path}/{TRIALS_PARQUET}", _parquet(trials))
-    filesystem.write_atomic(f"{experiment_path}/{TRIALS_CSV}", trials.to_csv(index=False).encode())
+    filesystem.write_atomic(filesystem.join(experiment_path, HISTORY_PARQUET), _parquet(history))
+    filesystem.write_atomic(filesystem.join(experiment_path, TRIALS_PARQUET), _parquet(trials))
+    filesystem.write_atomic(filesystem.join(experiment_path, TRIALS_CSV), trials.to_csv(index=False).encode())
 
 
 def rank(trials: pd.DataFrame, metric: str, mode: str) -> pd.DataFrame:

@@ -1,10 +1,17 @@
-"""Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://..."""
+"""Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://...
+
+A URI may end in a query that configures its filesystem (`s3://bucket/path?endpoint_override=host:9000&
+scheme=http`, as pyarrow.fs.FileSystem.from_uri and Ray read it): names are joined onto the path part,
+before the query (join, split), so every file of an experiment is on the same store.
+"""
 
 import os
+import re
 import shutil
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
@@ -19,6 +26,35 @@ def default_experiment_name(space_name: str) -> str:
 def normalize(path_or_uri: str) -> str:
     """Ray wants absolute local paths; URIs pass through unchanged."""
     return path_or_uri if "://" in path_or_uri else str(Path(path_or_uri).expanduser().resolve())
+
+
+def join(path_or_uri: str, *names: str) -> str:
+    """`path_or_uri/name/...`, the names on a URI's path and its query kept at the end."""
+    path, query = _without_query(path_or_uri)
+    return "/".join([path.rstrip("/"), *names]) + query
+
+
+def split(path_or_uri: str) -> tuple[str, str]:
+    """(parent, name) of a path or URI, the query kept on the parent: the inverse of join."""
+    path, query = _without_query(path_or_uri)
+    parent, name = path.rstrip("/").rsplit("/", 1)
+    return parent + query, name
+
+
+def base_name(path_or_uri: str) -> str:
+    return split(path_or_uri)[1]
+
+
+def _without_query(path_or_uri: str) -> tuple[str, str]:
+    """The path and its `?query` (empty for a local path, whose `?` is a plain character)."""
+    if "://" not in path_or_uri or not urlsplit(path_or_uri).query:
+        return path_or_uri, ""
+    path, query = path_or_uri.split("?", 1)
+    return path, f"?{query}"
+
+
+def is_remote(path_or_uri: str) -> bool:
+    return "://" in path_or_uri and not path_or_uri.startswith("file://")
 
 
 def filesystem(path_or_uri: str) -> tuple[pafs.FileSystem, str]:
@@ -62,10 +98,10 @@ LOW_SPACE_BYTES = 1024**2  # less than this left and the next checkpoint will no
 
 
 def write_problem(path_or_uri: str) -> str | None:
-    """Why nothing can be written under a local directory (full, read-only, not a directory), or None.
-    Remote URIs are not probed: their errors name themselves."""
-    if "://" in path_or_uri and not path_or_uri.startswith("file://"):
-        return None
+    """Why nothing can be written under a local directory (full, read-only, not a directory) or an object
+    store (unreachable, credentials refused: store_problem), or None."""
+    if is_remote(path_or_uri):
+        return store_problem(path_or_uri)
     path = Path(filesystem(path_or_uri)[1])
     existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
     if not existing.is_dir():
@@ -79,3 +115,69 @@ def write_problem(path_or_uri: str) -> str | None:
     except OSError as err:
         return (err.strerror or str(err)).lower()
     return None if os.access(existing, os.W_OK) else "permission denied"
+
+
+# pyarrow's S3 errors end in the AWS SDK's own: `AWS Error <CODE> [(HTTP status <N>)] during <Operation>
+# operation: <message>`.
+_AWS_ERROR = re.compile(
+    r"AWS Error (\w+)( \(HTTP status \d+\))? during \w+ operation: (.*?)\s*(?:\(Request ID: [^)]*\))?\s*$", re.S
+)
+# The codes of a key the store does not know, a wrong secret, or a key without the right to the bucket.
+CREDENTIAL_ERRORS = {
+    "ACCESS_DENIED",
+    "INVALID_ACCESS_KEY_ID",
+    "SIGNATURE_DOES_NOT_MATCH",
+    "MISSING_AUTHENTICATION_TOKEN",
+    "INVALID_CLIENT_TOKEN_ID",
+    "UNRECOGNIZED_CLIENT",
+    "EXPIRED_TOKEN",
+}
+UNREACHABLE_ERRORS = {"NETWORK_CONNECTION", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "SLOW_DOWN"}
+
+
+def store_problem(uri: str) -> str | None:
+    """Why the object store behind `uri` takes no writes, from its own answer to a small object written
+    and deleted again, or None. Probed before Ray starts: a wrong key or endpoint fails in one line."""
+    try:
+        fs, path = filesystem(uri)
+        probe = f"{path.rstrip('/')}/.tuner-write-probe-{uuid.uuid4().hex}"
+        with fs.open_output_stream(probe) as out:
+            out.write(b"probe")
+        fs.delete_file(probe)
+    except (OSError, ValueError) as err:  # pyarrow.ArrowInvalid (a ValueError): a URI it cannot read
+        return store_error(err, uri) or f"{_one_line(err)}; check the URI"
+    return None
+
+
+def store_error(err: BaseException, uri: str | None = None) -> str | None:
+    """An object store's error in words, with what to do: None for errors of no object store."""
+    found = _AWS_ERROR.search(str(err))
+    if found is None:
+        return None
+    code, status, said = found.group(1), found.group(2) or "", _one_line(found.group(3)) or "no reason given"
+    store = f"the object store at {endpoint(uri)}"
+    if code in UNREACHABLE_ERRORS:
+        return (
+            f"{store} does not answer ({code}: {said}); start it, or point tuner at it with endpoint_override= "
+            "in the URI or AWS_ENDPOINT_URL"
+        )
+    if code in CREDENTIAL_ERRORS:
+        return (
+            f"{store} refused the credentials ({code}: {said}); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "to a key that may read and write the bucket"
+        )
+    return f"{store} answered {code}{status}: {said}"
+
+
+def endpoint(uri: str | None) -> str:
+    """The store a URI's filesystem talks to: its endpoint_override, else the one the environment names."""
+    parts = urlsplit(uri or "")
+    for option in parts.query.split("&"):
+        if option.startswith("endpoint_override="):
+            return option.removeprefix("endpoint_override=")
+    named = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return named or (f"{parts.scheme}://{parts.netloc}" if parts.scheme else "S3")
+
+
+def _one_line(err: object) -> str:
+    return " ".join(str(err).split())

@@ -83,11 +83,11 @@ def from_json_record(record: dict[str, Any]) -> ExperimentMeta:
 
 
 def write(experiment_path: str, meta: ExperimentMeta) -> None:
-    filesystem.write_atomic(f"{experiment_path}/{FILE}", json.dumps(to_record(meta), indent=2).encode())
+    filesystem.write_atomic(filesystem.join(experiment_path, FILE), json.dumps(to_record(meta), indent=2).encode())
 
 
 def read(experiment_path: str) -> ExperimentMeta:
-    return from_json_record(json.loads(filesystem.read_bytes(f"{experiment_path}/{FILE}")))
+    return from_json_record(json.loads(filesystem.read_bytes(filesystem.join(experiment_path, FILE))))
 
 
 def update(experiment_path: str, **changes: Any) -> None:

@@ -59,6 +59,6 @@ def cut_short(experiment_path: str) -> str | None:
     for pattern in JSON_FILES + PICKLE_FILES:
         if matching := fnmatch.filter(names, pattern):
             name = max(matching)
-            if not _parses_to_the_end(filesystem.read_bytes(f"{experiment_path}/{name}"), pattern):
+            if not _parses_to_the_end(filesystem.read_bytes(filesystem.join(experiment_path, name)), pattern):
                 return name
     return None

@@ -1,0 +1,159 @@
+"""Experiments in a real S3-compatible object store (tests/object_store.py: SeaweedFS on 127.0.0.1), in
+both forms a user points tuner at a bucket: the endpoint in the URI's query, or in AWS_ENDPOINT_URL (one
+experiment through both: the Ray start-ups are the cost).
+Faults for real: the driver killed, the store stopped mid-run and started again, wrong credentials.
+"""
+
+import io
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_tuner, tuner_process
+from tests.e2e.test_faults import finish, kill_group, wait_until, write_space
+from tests.object_store import BUCKET, ObjectStore
+from tuner.command import tuner_command
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    server = ObjectStore(tmp_path_factory.mktemp("object-store"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def start(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    command, full_env = tuner_process(*args, env=env)
+    return subprocess.Popen(
+        command,
+        cwd=workdir,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def checkpoints(store: ObjectStore, experiment: str) -> int:
+    """Checkpoints all trials have written to the store so far (each epoch writes one)."""
+    parts = [name.split("/") for name in store.names(experiment)]
+    return sum(1 for part in parts if len(part) == 2 and part[1].startswith("checkpoint_"))
+
+
+def has_state(store: ObjectStore, experiment: str) -> Callable[[], bool]:
+    return lambda: any(name.startswith("experiment_state-") for name in store.names(experiment))
+
+
+def result_rows(store: ObjectStore, experiment: str) -> dict[str, list[dict]]:
+    """Each trial's result.json rows in the store (a torn last line is no row)."""
+    recorded = {}
+    for name in store.names(experiment):
+        if name.endswith("/result.json") and name.count("/") == 1:
+            lines = store.read(f"{experiment}/{name}").decode().splitlines()
+            recorded[name.split("/")[0]] = [json.loads(line) for line in lines if line.endswith("}")]
+    return recorded
+
+
+def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reported(store, tmp_path):
+    """`s3://bucket/path?endpoint_override=...&scheme=http` (the bug: the name was joined after the query).
+    The driver is SIGKILLed mid-run; `tuner resume` goes on until the store is stopped under it, and fails
+    in one line naming the store; with the store back on its port and data, `tuner resume` finishes with
+    every epoch once and nothing recorded before lost; report, --html and list read it from the store.
+    That last resume and the list take the other form: AWS_ENDPOINT_URL and a plain `s3://bucket/path`."""
+    epochs, grid = 40, [0.001, 0.01]
+    path = write_space(tmp_path, "stored", epochs=epochs, lr=f"tune.grid_search({grid})")
+    env = store.env()
+    storage = store.uri("results")
+    experiment = store.uri("results/stored")  # the name on the path, the query kept at the end
+    inside = "results/stored"
+
+    # No retries: a trial fails at its first write to the stopped store, the error comes ~20 s sooner.
+    driver = start(tmp_path, env, "run", path, "--storage-path", storage, "--name", "stored", "--max-failures", "0")
+    try:
+        wait_until(
+            lambda: checkpoints(store, inside) >= 3 and has_state(store, inside)(), "3 checkpoints", driver=driver
+        )
+    finally:
+        kill_group(driver)
+
+    before = checkpoints(store, inside)
+    driver = start(tmp_path, env, "resume", experiment)
+    try:
+        wait_until(lambda: checkpoints(store, inside) > before, "progress after the kill", driver=driver)
+        kept = result_rows(store, inside)
+        store.stop()
+        code, out, err = finish(driver, timeout=300)
+    finally:
+        if driver.poll() is None:
+            kill_group(driver)
+        store.start()
+    assert code == 2, out[-2000:] + err[-4000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(
+        f"tuner: error: cannot write to {experiment}: the object store at {store.endpoint} does not answer "
+        "(NETWORK_CONNECTION: "
+    ), err[-4000:]
+    assert last.endswith(
+        f"; what was written is kept: once it answers again, then: {tuner_command()} resume {experiment}"
+    )
+    after = result_rows(store, inside)
+    for trial, recorded in kept.items():  # nothing recorded before the store went away was lost
+        assert after[trial][: len(recorded)] == recorded
+
+    # The other form for the same experiment: the endpoint from the environment, a plain s3:// path.
+    plain_env, plain = store.env(AWS_ENDPOINT_URL=f"http://{store.endpoint}"), f"s3://{BUCKET}/results"
+    resumed = run_tuner("resume", f"{plain}/stored", cwd=tmp_path, env=plain_env, timeout=400)
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    trials = pd.read_csv(io.BytesIO(store.read(f"{inside}/trials.csv")))
+    history = pd.read_parquet(io.BytesIO(store.read(f"{inside}/history.parquet")))
+    assert sorted(trials["lr"]) == grid and (trials["status"] == "finished").all(), trials
+    assert (trials["epochs"] == epochs).all()
+    assert not history.duplicated(["trial_id", "epoch"]).any() and len(history) == len(grid) * epochs
+
+    report = run_tuner("report", experiment, "--html", cwd=tmp_path, env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert "stored: 2 trials (2 finished)" in report.stdout, report.stdout
+    assert f"html report: {store.uri('results/stored/report.html')}" in report.stderr
+    assert b"<html" in store.read(f"{inside}/report.html")
+    listed = run_tuner("list", plain, cwd=tmp_path, env=plain_env)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert any(line.startswith("| stored ") and " finished " in line for line in listed.stdout.splitlines()), (
+        listed.stdout
+    )
+
+
+def test_wrong_credentials_are_one_line_before_ray_starts(store, tmp_path):
+    """A wrong secret: `tuner run` says the store's answer and what to set in one line, exit 2, before Ray
+    starts and with nothing written; `tuner list` and `tuner report` likewise."""
+    path = write_space(tmp_path, "refused", epochs=2, lr="0.01")
+    wrong = store.env(AWS_SECRET_ACCESS_KEY="not-the-secret")
+    started = time.monotonic()
+    refused = run_tuner("run", path, "--storage-path", store.uri("refused"), cwd=tmp_path, env=wrong)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr[-3000:]
+    assert refused.stderr.strip() == (
+        f"tuner: error: cannot write to --storage-path {store.uri('refused')}: the object store at {store.endpoint} "
+        "refused the credentials (SIGNATURE_DOES_NOT_MATCH: The request signature we calculated does not match "
+        "the signature you provided. Check your key and signing method.); set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY to a key that may read and write the bucket"
+    )
+    assert time.monotonic() - started < 30  # no Ray start-up: the probe answers in well under a second
+    assert store.names("refused") == []
+    plain_env = {**wrong, "AWS_ENDPOINT_URL": f"http://{store.endpoint}"}
+    for command, env in (["list", store.uri("refused")], wrong), (["report", f"s3://{BUCKET}/refused/x"], plain_env):
+        said = run_tuner(*command, cwd=tmp_path, env=env)
+        assert said.returncode == 2 and said.stdout == "", said.stdout + said.stderr[-3000:]
+        # The endpoint as the URI's query or AWS_ENDPOINT_URL (http://...) gives it.
+        assert said.stderr.startswith("tuner: error: the object store at "), said.stderr[-3000:]
+        assert f"{store.endpoint} refused the credentials (ACCESS_DENIED: " in said.stderr
+        assert len(said.stderr.strip().splitlines()) == 1

@@ -1,0 +1,32 @@
+"""Names joined onto a storage path or URI: a URI's query configures its filesystem and stays at its end."""
+
+import pytest
+
+from tuner.storage import filesystem
+
+URI = "s3://bucket/results?endpoint_override=127.0.0.1:9000&scheme=http"
+
+
+def test_a_name_goes_on_the_path_before_the_query():
+    assert filesystem.join(URI, "exp", "tuner.json") == (
+        "s3://bucket/results/exp/tuner.json?endpoint_override=127.0.0.1:9000&scheme=http"
+    )
+    assert filesystem.split(filesystem.join(URI, "exp")) == (URI, "exp")
+    assert filesystem.base_name(filesystem.join(URI, "exp")) == "exp"
+    # The experiment's files are where pyarrow opens them: on the endpoint, under the joined path.
+    fs, inner = filesystem.filesystem(filesystem.join(URI, "exp"))
+    assert inner == "bucket/results/exp" and fs.type_name == "s3"
+
+
+@pytest.mark.parametrize(
+    "path, joined",
+    [
+        ("/tmp/results/", "/tmp/results/exp"),
+        ("/tmp/odd?name", "/tmp/odd?name/exp"),  # a local path's `?` is part of the name
+        ("s3://bucket/results", "s3://bucket/results/exp"),
+        ("file:///tmp/results", "file:///tmp/results/exp"),
+    ],
+)
+def test_paths_without_a_query_join_plainly(path, joined):
+    assert filesystem.join(path, "exp") == joined
+    assert filesystem.split(joined) == (path.rstrip("/"), "exp")
