@@ -28,18 +28,11 @@ param_space = {
 """
 
 
-# Before pytest-xdist's own hook, which reads each test's xdist_group into the id it schedules by.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """tests/e2e/ runs `tuner` as a user does (a process, or main() and run() in this one): the slow tier.
-    Under `pytest -n 2 --dist loadgroup` (README's test command) the slow tier is one group, run in
-    order by one worker: two Ray instances at once on two cores would starve each other's timed waits,
-    and a module's shared fixtures stay in one process. The fast tier runs beside it on the other."""
+    """tests/e2e/ runs `tuner` as a user does (a process, or main() and run() in this one): the slow tier."""
     for item in items:
         if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
