@@ -7,6 +7,7 @@ Every wait is bounded, so a hang fails the test instead of stalling the suite.
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -343,12 +344,35 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
         assert "is cut short (it was being written when the disk filled)" in resumed.stderr.splitlines()[-1]
 
 
-def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(tmp_path):
-    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
-    assert run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path).returncode == 0
-    experiment = tmp_path / "results" / "torn"
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """One finished run (2 trials x 2 epochs) for the tests below that damage an experiment or kill a
+    command on one: each takes a copy of it (copy_of), so one `tuner run` serves them all."""
+    workdir = tmp_path_factory.mktemp("finished")
+    path = write_space(workdir, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
+    result = run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir / "results" / "torn"
+
+
+def copy_of(finished: Path, tmp_path: Path) -> Path:
+    """The finished experiment, copied under this test's own storage path (as a user moves one)."""
+    experiment = tmp_path / "results" / finished.name
+    shutil.copytree(finished, experiment)
+    return experiment
+
+
+def _read_from(experiment: Path) -> None:
+    """The report of a copy reads the copy's trial directories, not the original's."""
+    trial_dirs = pd.read_csv(experiment / "trials.csv")["trial_dir"]
+    assert all(Path(trial_dir).parent == experiment for trial_dir in trial_dirs), trial_dirs.tolist()
+
+
+def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(finished, tmp_path):
+    experiment = copy_of(finished, tmp_path)
     resumed = run_tuner("resume", str(experiment), cwd=tmp_path)  # whole: finished trials stay finished
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _read_from(experiment)
 
     searcher_state = max(experiment.glob("basic-variant-state-*.json"))
     searcher_state.write_bytes(searcher_state.read_bytes()[:-100])  # as a write stopped by a full disk leaves it
@@ -416,13 +440,13 @@ def _temp_files(experiment: Path) -> set[str]:
     return {path.name for path in experiment.glob(".*.tmp")}
 
 
-def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
+def test_report_killed_mid_write_never_leaves_a_truncated_file(finished, tmp_path):
     """SIGKILL `tuner report` inside each of its three writes (the new file whole in its temp file, not yet
     renamed): the files it was replacing are still whole and unchanged, and the next report completes."""
-    path = write_space(tmp_path, "reported", epochs=2, lr="tune.grid_search([0.001, 0.01, 0.1])")
-    result = run_tuner("run", path, "--storage-path", "results", "--name", "reported", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    experiment = tmp_path / "results" / "reported"
+    experiment = copy_of(finished, tmp_path)
+    # The copy's own report first: its trial_dir column names the copy's trial directories.
+    assert run_tuner("report", str(experiment), cwd=tmp_path).returncode == 0
+    _read_from(experiment)
     expected = pd.read_parquet(experiment / "trials.parquet")
     command, env = tuner_process("report", str(experiment))
     for victim in REPORT_FILES:
@@ -447,12 +471,9 @@ def test_report_killed_mid_write_never_leaves_a_truncated_file(tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(experiment / "trials.parquet"), expected)
 
 
-def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(tmp_path):
+def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(finished, tmp_path):
     """A full disk can cut Ray's in-place rewrite of its state file short; the rows are still there."""
-    path = write_space(tmp_path, "torn", epochs=2, lr="tune.grid_search([0.001, 0.01])")
-    result = run_tuner("run", path, "--storage-path", "results", "--name", "torn", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    experiment = tmp_path / "results" / "torn"
+    experiment = copy_of(finished, tmp_path)
     for state in experiment.glob("experiment_state-*.json"):
         state.write_bytes(state.read_bytes()[:4096])
     torn = next(experiment.glob("torn_*/result.json"))
@@ -466,3 +487,4 @@ def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(tmp_pat
     assert (trials["status"] == "incomplete").all() and (trials["epochs"] == 2).all()
     assert trials["best_val_acc"].notna().all()
     assert len(pd.read_parquet(experiment / "history.parquet")) == 4
+    _read_from(experiment)

@@ -68,7 +68,8 @@ def test_the_default_experiment_on_a_pipe_is_a_few_plain_lines(tmp_path):
 
 
 def test_on_a_terminal_the_status_is_redrawn_in_place_and_quiet_prints_the_summary_only(tmp_path):
-    code, output = _on_a_terminal("run", "--storage-path", "results", "--name", "tty", cwd=tmp_path)
+    # 2 epochs: the 9 trials' status lines and redraws are what is checked, not the default's 10 epochs.
+    code, output = _on_a_terminal("run", "--storage-path", "results", "--name", "tty", "--epochs", "2", cwd=tmp_path)
     assert code == 0, output[-3000:]
     assert "\r\x1b[2K" in output  # redrawn, not scrolled
     shown = [ANSI.sub("", line.split("\r")[-1]) for line in output.replace("\r\n", "\n").split("\n")]

@@ -3,10 +3,12 @@ and on a space's own model, PBT restoring a donor's weights into every rank, a s
 trial giving its workers to the next, and a killed driver resumed with no epoch lost or run twice."""
 
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import ray
 import torch
 
 from tests.conftest import run_killed_when, run_tuner
@@ -14,6 +16,20 @@ from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.spec import space as spaces
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_with_state_api() -> Iterator[None]:
+    """One local Ray for the module's in-process runs instead of one started by each run (`own_ray`):
+    with the dashboard process, whose State API tells Ray Train's PlacementGroupCleaner that a
+    controller died, as tuner starts it for multi-worker trials (tuner/execution/cluster.py,
+    connect(state_api=...)), so a worker group left behind by one test is released, not kept from the
+    next. The scheduler test, whose trials each need both CPUs, comes last of its users."""
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1", logging_level="ERROR")
+    yield
+    ray.shutdown()
 
 
 @pytest.mark.parametrize(
@@ -25,7 +41,9 @@ pytestmark = pytest.mark.slow
         ("wine_mlp", "pipeline", {"width": 16, "depth": 2}),
     ],
 )
-def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(own_ray, tmp_path, space, parallel, sets):
+def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(
+    ray_with_state_api, tmp_path, space, parallel, sets
+):
     loaded = spaces.load(space).with_overrides(
         fixed={"lr": 0.01, "batch_size": 32, **sets},
         workers=2,
@@ -97,7 +115,7 @@ param_space = {"lr": tune.grid_search([1e-5, 0.1])}
 """
 
 
-def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(own_ray, tmp_path):
+def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(ray_with_state_api, tmp_path):
     (tmp_path / "pbt_ddp.py").write_text(textwrap.dedent(PBT_DDP_SPACE))
     outcome, trials, history = run_here(spaces.load(str(tmp_path / "pbt_ddp.py")), tmp_path, "pbt")
     experiment = Path(outcome.experiment_path)
@@ -127,7 +145,7 @@ param_space = {"lr": tune.grid_search([0.02, 1e-6, 2e-6, 3e-6]), "hidden": 32}
 """
 
 
-def test_a_stopped_two_worker_trial_frees_its_workers_for_the_next(own_ray, tmp_path):
+def test_a_stopped_two_worker_trial_frees_its_workers_for_the_next(ray_with_state_api, tmp_path):
     """ray-project/ray#54305: a stopped trial's worker group once kept its resources, and the next
     trial waited forever. Here each trial needs the whole machine, so each start proves the release."""
     (tmp_path / "asha.py").write_text(textwrap.dedent(ASHA_SPACE))
@@ -153,7 +171,8 @@ param_space = {"lr": tune.grid_search([0.01, 0.02]), "hidden": 16, "batch_size":
 """
 
 
-def test_a_killed_driver_with_two_worker_trials_then_resume_loses_and_repeats_no_epoch(tmp_path):
+def test_a_killed_driver_with_two_worker_trials_then_resume_loses_and_repeats_no_epoch(own_ray, tmp_path):
+    # own_ray: the module's Ray stops, leaving the two cores to the processes this test starts.
     (tmp_path / "long_ddp.py").write_text(textwrap.dedent(RESUMABLE_DDP))
     experiment = tmp_path / "results" / "killed"
     run_killed_when(

@@ -2,15 +2,18 @@
 
 A local instance listens on loopback and keeps Ray's token authentication; an existing cluster is
 reached by its GCS address (`host:port`), Ray Client (`ray://host:port`) or `auto`. An address that
-cannot be reached fails in seconds, before Ray's own minute-long retries.
+cannot be reached, or that refuses the client's token, fails in seconds, before Ray's own retries.
 """
 
 import logging
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, nullcontext
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +24,7 @@ from ray.exceptions import AuthenticationError
 from tuner.command import ray_command
 from tuner.errors import TunerError
 from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
-from tuner.ray_compat import env, errors, logs
+from tuner.ray_compat import env, errors, logs, private
 from tuner.settings.run import LOOPBACK, Cluster
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,31 @@ def _host_port(address: str) -> tuple[str, int] | None:
     if parts.scheme not in ("gcs", "ray") or not parts.hostname or parts.port is None:
         raise TunerError(f"--address {address!r} is not a Ray address; use auto, host:port or ray://host:port")
     return parts.hostname, parts.port
+
+
+def _gcs_address(address: str) -> str | None:
+    """host:port of a GCS address as a user gives it; None for Ray Client and `auto`."""
+    return address if "://" not in address and _host_port(address) is not None else None
+
+
+def check_token_accepted(address: str, source: str | None) -> None:
+    """Fail in a second where the cluster refuses this client's token (or its lack of one), rather than
+    after ray.init's ~20 s of retries. The GCS answers a refusal at once; a probe that gets no answer in
+    CONNECT_TIMEOUT_S (something else listening there) leaves the address to ray.init, as before."""
+    gcs = _gcs_address(address)
+    if gcs is None:
+        return
+    answer: Future[bool] = Future()
+    # A thread, so that a server that never answers costs CONNECT_TIMEOUT_S, not Ray's 40 s timeout.
+    threading.Thread(
+        target=lambda: answer.set_result(private.gcs_refuses_this_client(gcs)), name="tuner-token-probe", daemon=True
+    ).start()
+    try:
+        refused = answer.result(timeout=CONNECT_TIMEOUT_S)
+    except FutureTimeout:
+        return
+    if refused:
+        raise TunerError(f"cannot connect to a Ray cluster at {address}: {refusal_hint(source)}")
 
 
 def check_reachable(address: str, shown: str | None = None) -> None:
@@ -97,6 +125,8 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
         token = send_token_if_available() if auth_mode != "disabled" else None
         if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
             raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(None)}")
+        if auth_mode != "disabled":
+            check_token_accepted(cluster.target, token)
     quiet = ray_logs.upper() != "INFO"
     try:
         # The instance's processes take the level as they start; this process's environment is put back.

@@ -22,6 +22,24 @@ def send_token_if_available() -> None:
     maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
+def gcs_refuses_this_client(address: str) -> bool:
+    """Whether the GCS at `address` (host:port) refuses the token this process sends, or its lack of one,
+    in one request. ray.init finds out the same, then retries for ~20 s (Ray 2.60's Node builds its
+    GcsClient up to RAY_NUM_REDIS_GET_RETRIES times, 1 s apart) and reports a failed connection. Can go
+    when ray.init reports a refused token at once. Anything but a refusal returns False: ray.init then
+    reports it as it would have."""
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled; its stub leaves it out
+    from ray.exceptions import AuthenticationError
+
+    try:
+        GcsClient(address=address)
+    except AuthenticationError:
+        return True
+    except Exception:  # not a refusal: ray.init's to report
+        return False
+    return False
+
+
 def function_trainable_class(trainable: Callable[..., Any], name: str) -> type:
     """The class Ray Tune builds for a function trainable, to subclass (tuner's multi-worker trial waits
     in its `cleanup` for the trial's Train run to end). `ray.tune` exports no way to build it; can go
