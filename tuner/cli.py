@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import dataclasses
+import io
 import logging
 import os
 import shlex
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tuner.driver import Outcome
-    from tuner.storage.meta import ExperimentMeta
+    from tuner.storage.meta import Damaged, ExperimentMeta
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
@@ -436,20 +437,32 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from tuner.results import report
+    from tuner.storage.meta import Damaged
 
     experiment = _experiment(args)
-    meta = report.load_meta(experiment)
+    try:
+        meta = report.load_meta(experiment)
+    except Damaged as damaged:
+        return _saved_report(damaged, args)
     trials, history = report.read_tables(experiment)
     if args.trial is not None:
         return _trial_decisions(experiment, trials, trial_id_of(meta.space, args.trial), args.format)
-    try:
-        report.save(experiment, trials, history)
-    except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
+    if damage := report.damage(trials):
+        # The report files hold what the last whole read found: kept, not overwritten from less.
         print(
-            f"tuner: warning: could not rewrite the report files in {experiment} "
-            f"({err.strerror or err}); the table below is read from Ray's files",
+            f"tuner: warning: {experiment} is damaged: {damage}; the table below is what can still be read, "
+            f"and the report files ({report.TRIALS_CSV}, ...) are left as they were",
             file=sys.stderr,
         )
+    else:
+        try:
+            report.save(experiment, trials, history)
+        except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
+            print(
+                f"tuner: warning: could not rewrite the report files in {experiment} "
+                f"({err.strerror or err}); the table below is read from Ray's files",
+                file=sys.stderr,
+            )
     if args.html:
         from tuner.results import html_report  # matplotlib loads only for the HTML report
 
@@ -473,6 +486,39 @@ def _report(args: argparse.Namespace) -> int:
             f"ranked by {_ranked_by(meta)}" + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "") + "\n"
         )
         print(_markdown(table))
+    return 0
+
+
+def _saved_report(damaged: "Damaged", args: argparse.Namespace) -> int:
+    """`tuner report` on an experiment whose tuner.json is damaged: the table its last run or report
+    saved (trials.csv), said to be that; the file itself is left as it is."""
+    import pandas as pd
+
+    from tuner.results import report
+    from tuner.storage import filesystem
+
+    saved = f"{damaged.experiment_path}/{report.TRIALS_CSV}"
+    if args.trial is not None or args.html:
+        raise TunerError(f"{damaged}; --trial and --html need it whole; without them the saved table is shown")
+    try:
+        table = pd.read_csv(io.BytesIO(filesystem.read_bytes(saved)))
+    except (OSError, ValueError) as error:  # no table saved, or one as damaged
+        raise TunerError(
+            f"{damaged}, and no readable table was saved beside it ({report.TRIALS_CSV}: {error}); "
+            "restore tuner.json from a copy to report, resume or extend it"
+        ) from None
+    print(
+        f"tuner: warning: {damaged}; showing {report.TRIALS_CSV} as its last run or report saved it; "
+        "restore tuner.json from a copy to resume or extend it",
+        file=sys.stderr,
+    )
+    shown = table if args.top is None and args.format != "md" else table.head(args.top or DEFAULT_TOP)
+    if args.format == "csv":
+        print(shown.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(shown.to_json(orient="records", indent=1))
+    else:
+        print(_markdown(shown))
     return 0
 
 
@@ -516,7 +562,7 @@ def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: 
 def _list(args: argparse.Namespace) -> int:
     from tuner.results import experiments
 
-    rows = [experiments.summarize(path).row() for path in experiments.find(args.storage)]
+    rows = [experiments.row(path) for path in experiments.find(args.storage)]
     if not rows:
         print(f"no experiments under {args.storage}; run one with `{tuner_command()} run`")
         return 0

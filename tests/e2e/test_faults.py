@@ -315,7 +315,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
             kill_group(driver)
     assert code == 2, err[-3000:]
     assert err.strip().splitlines()[-1] == (
-        f"tuner: error: cannot write to {experiment}: no space left on the device; what was written is kept: "
+        f"tuner: error: cannot write to {experiment}: no space left on device; what was written is kept: "
         f"free space or make it writable, then: {tuner_command()} resume {experiment}"
     )
     after = rows(experiment)

@@ -1,5 +1,6 @@
 """Experiment directories on any pyarrow filesystem: a local path or a URI such as file:///..., s3://..."""
 
+import errno
 import os
 import shutil
 import time
@@ -62,20 +63,27 @@ LOW_SPACE_BYTES = 1024**2  # less than this left and the next checkpoint will no
 
 
 def write_problem(path_or_uri: str) -> str | None:
-    """Why nothing can be written under a local directory (full, read-only, not a directory), or None.
-    Remote URIs are not probed: their errors name themselves."""
+    """Why nothing can be written under a local directory (read-only, permission denied, not a directory,
+    full), or None. The reason is the operating system's own (its errno's words): a read-only or pseudo
+    filesystem reports no free space, which says nothing of why a write fails. Remote URIs are not
+    probed: their errors name themselves."""
     if "://" in path_or_uri and not path_or_uri.startswith("file://"):
         return None
     path = Path(filesystem(path_or_uri)[1])
     existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
     if not existing.is_dir():
         return f"{existing} is not a directory"
-    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:
-        return "no space left on the device"
     probe = existing / f".tuner-write-probe-{uuid.uuid4().hex}"
     try:
         probe.write_bytes(b"probe")
         probe.unlink()
     except OSError as err:
-        return (err.strerror or str(err)).lower()
-    return None if os.access(existing, os.W_OK) else "permission denied"
+        return _reason(err)
+    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:  # the probe fit; the next checkpoint would not
+        return os.strerror(errno.ENOSPC).lower()
+    return None
+
+
+def _reason(err: OSError) -> str:
+    """An OS error's reason as the OS words it (`read-only file system`), lower case to run on in a line."""
+    return (os.strerror(err.errno) if err.errno else str(err)).lower()
