@@ -86,12 +86,6 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "resume")
     spec = _spec_of(meta, experiment_path)
-    if torn := saved_state.cut_short(experiment_path):
-        raise TunerError(
-            f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
-            f"written when the disk filled); the results so far are kept: {tuner_command()} report "
-            f"{experiment_path}; to search on, start again with `{tuner_command()} run --name <a new name>`"
-        )
     _check_whole(experiment_path, "resume")
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
@@ -124,8 +118,6 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "extend")
     spec = _spec_of(meta, experiment_path, "extend")
-    if torn := saved_state.cut_short(experiment_path):
-        raise TunerError(f"cannot extend {experiment_path}: Ray's saved state {torn} is cut short")
     _check_whole(experiment_path, "extend")
     trials, _ = report.read_tables(experiment_path)
     if set(report.tally(trials, meta)) & set(UNFINISHED):
@@ -248,6 +240,16 @@ def _meta_of(experiment_path: str, verb: str) -> ExperimentMeta:
 def _check_whole(experiment_path: str, verb: str) -> None:
     """Ray's saved state readable and every trial directory it names there: else Ray would fail or start
     trials afresh, and the report rewritten after the run would lose what the missing files held."""
+    if (found := saved_state.damaged(experiment_path)) is not None:
+        name, problem = found
+        said = "is cut short (it was being written when the disk filled)"
+        if problem != saved_state.CUT_SHORT:
+            said = f"is damaged ({problem})"
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: Ray's saved state {name} {said}; the results so far are kept: "
+            f"{tuner_command()} report {experiment_path}; to search on, start again with "
+            f"`{tuner_command()} run --name <a new name>`"
+        )
     if problem := report.state_problem(experiment_path):
         raise TunerError(
             f"cannot {verb} {experiment_path}: {problem}, so Ray cannot go on from it (written by another "

@@ -1,13 +1,16 @@
-"""Fuzzing the two parsers of user input, the space-module validator and `--set`: whatever they are
-given, they either accept it or raise TunerError (the CLI's one clear line), never anything else."""
+"""Fuzzing the two parsers of user input, the space-module validator and `--set`, and the command lines of
+every command: whatever they are given, they either accept it or raise TunerError (the CLI's one clear
+line), never anything else."""
 
 import contextlib
 import io
 import math
+import os
 import re
 from types import SimpleNamespace
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ray import tune
 
@@ -256,3 +259,88 @@ def test_every_run_option_works_or_is_one_line(flag, text):
         plan(space, seed).search_algorithm(max_concurrent=2)
     except TunerError as err:
         assert str(err).strip() and "\n" not in str(err)
+
+
+# `tuner report`, `resume`, `list` and `submit`, given anything on their command lines, in a directory
+# holding what a user may point them at by mistake (no experiment among them, so that nothing reaches
+# Ray: `resume` of a real one would start it; the damaged experiments are fuzzed in
+# tests/e2e/test_end_to_end.py, beside a real one). Each ends in exit 0, or one line and exit 2.
+PLACES = ["empty_dir", "a_file", "not_an_experiment", "nested", "absent", ".", "..", "tuner_results"]
+COMMAND_WORDS = st.one_of(
+    st.sampled_from(
+        [
+            *PLACES,
+            "--top",
+            "--format",
+            "--html",
+            "--trial",
+            "md",
+            "csv",
+            "json",
+            "xml",
+            "--address",
+            "http://127.0.0.1:1",  # nothing listens there: refused at once
+            "127.0.0.1:1",
+            "--storage-path",
+            "/abs/results",
+            "--data-dir",
+            "--num-samples",
+            "--follow",
+            "--set",
+            "lr=0.1",
+            "--epochs",
+            "-v",
+            "-q",
+            "--",
+            "-",
+            "0",
+            "-1",
+            "1e9",
+            str(10**15),
+            "00001",
+        ]
+    ),
+    # No ':' (a URI such as s3://... would reach for the network) and no NUL (no path holds one).
+    st.text(alphabet=st.characters(blacklist_characters=":\0", blacklist_categories=("Cs",)), max_size=10),
+)
+
+
+@contextlib.contextmanager
+def _in(folder):
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory):
+    """A working directory of what a user may point the commands at by mistake."""
+    root = tmp_path_factory.mktemp("mistakes")
+    (root / "empty_dir").mkdir()
+    (root / "a_file").write_text("not an experiment\n")
+    (root / "not_an_experiment").mkdir()
+    (root / "not_an_experiment" / "trials.csv").write_text("rank,trial_id\n1,x\n")
+    (root / "nested" / "deeper").mkdir(parents=True)
+    (root / "tuner_results" / "empty").mkdir(parents=True)
+    return root
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["report", "resume", "list", "submit"]), st.lists(COMMAND_WORDS, max_size=5))
+def test_every_command_ends_cleanly_whatever_its_arguments(mistakes, monkeypatch, command, words):
+    for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    with _in(mistakes), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([command, *words])
+        except SystemExit as exit_:  # argparse's own exit on a malformed option
+            code = exit_.code
+    lines = err.getvalue().strip().splitlines()
+    assert code in (0, cli.USAGE_ERROR), (code, err.getvalue()[-2000:])
+    assert "Traceback" not in err.getvalue() + out.getvalue()
+    if code == cli.USAGE_ERROR:
+        assert len(lines) == 1 and lines[0].startswith("tuner: error: "), lines

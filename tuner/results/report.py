@@ -205,9 +205,11 @@ def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
 def _status(trial: Any, history: pd.DataFrame, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
     if len(history) and history["diverged"].iloc[-1] in (True, 1):
         return TrialStatus.DIVERGED
-    if not len(history):
+    if not len(history) and not getattr(trial, "last_result", None):
         # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
         return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
+    if not len(history):  # it reported, but its files are gone (a damaged experiment): Ray's word alone
+        return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
     # Any other state was saved while the trial ran: Ray saves its state on Ctrl-C before it ends the
