@@ -112,20 +112,28 @@ def test_set_parser_accepts_or_explains(item):
 # An independent oracle for the space's scalar fields: what each accepts, written from README's table
 # rather than from the validator, so that a value the validator wrongly accepts or refuses (True as a
 # count, an infinite CPU share) fails here.
-def _whole_at_least(minimum: int):
-    return lambda v: type(v) is int and v >= minimum
+def _whole_at_least(minimum: int, maximum: int = 100_000):
+    return lambda v: type(v) is int and minimum <= v <= maximum
 
 
 def _finite(v) -> bool:
     return type(v) in (int, float) and math.isfinite(v)
 
 
+def _seconds(v: str) -> float:
+    """A duration's seconds, as README's table writes the units (1h30m, 90s, 90)."""
+    total = 0.0
+    for number, unit in re.findall(r"(\d+)([hms]?)", v.lower()):
+        total += int(number) * {"h": 3600, "m": 60}.get(unit, 1)
+    return total
+
+
 SCALAR_ORACLE = {
-    "epochs": _whole_at_least(1),
+    "epochs": _whole_at_least(1),  # README: 1 to 100000, num_samples and max_concurrent likewise
     "num_samples": _whole_at_least(1),
     "max_concurrent": lambda v: v is None or _whole_at_least(1)(v),
-    "cpus_per_worker": lambda v: _finite(v) and v > 0,
-    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and v >= 0),
+    "cpus_per_worker": lambda v: _finite(v) and 0 < v <= 4096,
+    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and 0 <= v <= 64),
     "search": lambda v: v in ("grid", "random", "optuna", "hyperopt", "bohb", "auto"),
     "scheduler": lambda v: v in ("fifo", "asha", "hyperband", "median", "pbt"),
     "mode": lambda v: v in ("min", "max"),
@@ -137,6 +145,7 @@ SCALAR_ORACLE = {
             # 1H30M as 1h30m: a unit's case says nothing the lower case does not
             and re.fullmatch(r"\s*(\d+h)?(\d+m)?(\d+s?)?\s*", v, re.IGNORECASE) is not None
             and any(c in "123456789" for c in v)
+            and _seconds(v) <= 365 * 24 * 3600  # a year at most
         )
     ),
     "stop": lambda v: (
@@ -172,8 +181,13 @@ SCALAR_VALUES = st.one_of(
             " ",
             "",
             "90",
+            "8760h",
+            "8760h1s",
+            "100000",
+            "100001",
         ]
     ),
+    st.sampled_from([100_000, 100_001, 4096, 4096.5, 64, 65, 10**12]),
 )
 
 
