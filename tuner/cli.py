@@ -17,7 +17,7 @@ from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column, is_blank
 from tuner.results.status import UNFINISHED
-from tuner.settings import GROUPS, Cluster, RunOptions
+from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
 from tuner.settings.run import DEFAULT_STORAGE_PATH
@@ -76,6 +76,11 @@ def _value_of(name: str, declared: Setting) -> Callable[[str], Any]:
         return value
 
     return parse
+
+
+def _declared(cls: type, name: str) -> Setting:
+    """The declaration of setting `name` of `cls`: an option spelled otherwise gets its checks and bounds."""
+    return next(declared for item, declared in settings_of(cls) if item.name == name)
 
 
 def _setting_options(cls: type, only: Iterable[str] | None = None) -> list[tuple[str, str, Setting]]:
@@ -188,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     extend_cmd.add_argument(
         "--num-samples",
         required=True,
-        type=_value_of("num_samples", Setting(Whole(1), "")),
+        type=_value_of("num_samples", _declared(Budget, "num_samples")),
         help="trials to add; the search starts from the experiment's trials so far",
     )
     _add_settings(extend_cmd, RunOptions, only=("data_dir",))

@@ -132,8 +132,9 @@ SCALAR_ORACLE = {
     "epochs": _whole_at_least(1),  # README: 1 to 100000, num_samples and max_concurrent likewise
     "num_samples": _whole_at_least(1),
     "max_concurrent": lambda v: v is None or _whole_at_least(1)(v),
-    "cpus_per_worker": lambda v: _finite(v) and 0 < v <= 4096,
-    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and 0 <= v <= 64),
+    # A share of a node's CPUs or GPUs: Ray's unit, 0.0001, at the least (GPUs: or none).
+    "cpus_per_worker": lambda v: _finite(v) and 0.0001 <= v <= 4096,
+    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and (v == 0 or 0.0001 <= v <= 64)),
     "search": lambda v: v in ("grid", "random", "optuna", "hyperopt", "bohb", "auto"),
     "scheduler": lambda v: v in ("fifo", "asha", "hyperband", "median", "pbt"),
     "mode": lambda v: v in ("min", "max"),
@@ -187,7 +188,7 @@ SCALAR_VALUES = st.one_of(
             "100001",
         ]
     ),
-    st.sampled_from([100_000, 100_001, 4096, 4096.5, 64, 65, 10**12]),
+    st.sampled_from([100_000, 100_001, 4096, 4096.5, 64, 65, 10**12, 0.0001, 0.00009, 1e-5]),
 )
 
 

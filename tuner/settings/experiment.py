@@ -36,6 +36,8 @@ WORKERS_WHY = "each worker is a process of one process group, and no cluster run
 MAX_CPUS_PER_WORKER = 4096
 MAX_GPUS_PER_WORKER = 64
 SHARE_WHY = "a worker is one process on one node, and no node has more"
+RESOURCE_UNIT = 0.0001
+UNIT_WHY = "Ray counts CPUs and GPUs in units of 0.0001, and less is none"
 
 
 @dataclass(frozen=True)
@@ -148,11 +150,11 @@ class Resources:
         "a trial on the CPU trains in fp32 whatever this says",
     )
     cpus_per_worker: float = setting(
-        1.0, Number(0, inclusive=False, maximum=MAX_CPUS_PER_WORKER, why=SHARE_WHY), "CPUs of each worker"
+        1.0, Number(0, False, MAX_CPUS_PER_WORKER, SHARE_WHY, RESOURCE_UNIT, UNIT_WHY), "CPUs of each worker"
     )
     gpus_per_worker: float | str = setting(
         AUTO,
-        NumberOrAuto(0, maximum=MAX_GPUS_PER_WORKER, why=SHARE_WHY),
+        NumberOrAuto(0, True, MAX_GPUS_PER_WORKER, SHARE_WHY, RESOURCE_UNIT, UNIT_WHY),
         "GPUs of each worker (a fraction shares a GPU between trials); auto: trials share the cluster's GPUs "
         "by the memory the smoke step measured, or train on the CPU where the cluster has no GPU",
     )

@@ -75,9 +75,15 @@ class Number(Kind):
     inclusive: bool = True
     maximum: float | None = None
     why: str = ""  # why there is a maximum, said to a value beyond it
+    # The smallest positive amount (a Ray resource's unit): a value between 0 and it is refused, with `unit_why`.
+    unit: float | None = None
+    unit_why: str = ""
 
     @property
     def expect(self) -> str:  # type: ignore[override]
+        if self.unit is not None and self.minimum == 0 and self.maximum is not None:  # a share of a resource
+            shares = f"a number from {self.unit:g} to {self.maximum:g}"
+            return f"0 or {shares}" if self.inclusive else shares
         low = f"{'>=' if self.inclusive else '>'} {self.minimum:g}"
         return f"a number {low}" if self.maximum is None else f"a number {low} and <= {self.maximum:g}"
 
@@ -86,6 +92,7 @@ class Number(Kind):
             _real(value)
             and (value >= self.minimum if self.inclusive else value > self.minimum)
             and (self.maximum is None or value <= self.maximum)
+            and not (self.unit is not None and 0 < value < self.unit)
         )
 
     def parse(self, text: str) -> float:
@@ -96,7 +103,11 @@ class Number(Kind):
 
     def problem(self, name: str, value: Any) -> str | None:
         problem = super().problem(name, value)
-        return None if problem is None else problem + _beyond(self.maximum, self.why, value)
+        if problem is None:
+            return None
+        if self.unit is not None and self.unit_why and _real(value) and 0 < value < self.unit:
+            return f"{problem}; {self.unit_why}"
+        return problem + _beyond(self.maximum, self.why, value)
 
 
 @dataclass(frozen=True)
