@@ -250,6 +250,8 @@ def _check_whole(experiment_path: str, verb: str) -> None:
             f"{tuner_command()} report {experiment_path}; to search on, start again with "
             f"`{tuner_command()} run --name <a new name>`"
         )
+    if saved_state.newest_state(experiment_path) is None:
+        return  # nothing recorded yet: restored_tuner says so
     if problem := report.state_problem(experiment_path):
         raise TunerError(
             f"cannot {verb} {experiment_path}: {problem}, so Ray cannot go on from it (written by another "

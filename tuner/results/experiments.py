@@ -152,6 +152,6 @@ def summarize(path: str) -> Summary:
         else:
             status = "finished"
         ran = (ended or state or started) - started
-    if damage := report.damage(trials):
+    if (damage := report.damage(trials)) and not running:  # a running one's state may be mid-rewrite
         status = "damaged"
     return Summary(path, meta, status, trials, started, max(0.0, ran), damage)
