@@ -241,10 +241,10 @@ def _check_whole(experiment_path: str, verb: str) -> None:
     """Ray's saved state readable and every trial directory it names there: else Ray would fail or start
     trials afresh, and the report rewritten after the run would lose what the missing files held."""
     if (found := saved_state.damaged(experiment_path)) is not None:
-        name, problem = found
+        name, torn = found
         said = "is cut short (it was being written when the disk filled)"
-        if problem != saved_state.CUT_SHORT:
-            said = f"is damaged ({problem})"
+        if torn != saved_state.CUT_SHORT:
+            said = f"is damaged ({torn})"
         raise TunerError(
             f"cannot {verb} {experiment_path}: Ray's saved state {name} {said}; the results so far are kept: "
             f"{tuner_command()} report {experiment_path}; to search on, start again with "
