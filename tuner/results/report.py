@@ -277,8 +277,12 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     damage: list[str] = []
     recorded, frames = _recorded_trials(experiment_path, meta, damage)
     if missing := _missing_trial_dirs(recorded):
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({shown})")
+        damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({_names(missing)})")
+    # A trial Ray saw report whose own files hold no row: its result.json was deleted or emptied.
+    reported = [trial for trial in recorded if getattr(trial, "last_result", None)]
+    empty = [_dir_name(trial) for trial in reported if frames.get(trial.trial_id, pd.DataFrame()).empty]
+    if lost := [name for name in empty if name not in missing]:
+        damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")
     metrics = metric_names(list(frames.values()))
     for position, (name, _) in enumerate(meta.objective.objectives):
         if name not in metrics:
@@ -324,8 +328,17 @@ def _missing_trial_dirs(recorded: list[Any]) -> list[str]:
     for trial in recorded:
         fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path
         if getattr(trial, "last_result", None) and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
-            missing.append(path.rstrip("/").rsplit("/", 1)[-1])
+            missing.append(_dir_name(trial))
     return missing
+
+
+def _dir_name(trial: Any) -> str:
+    return str(trial.storage.trial_fs_path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _names(names: list[str]) -> str:
+    """`a, b, c and 6 more`."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _whole_numbers(trials: pd.DataFrame, rows: list[dict[str, Any]], params: list[str]) -> pd.DataFrame:
@@ -343,6 +356,11 @@ def load_meta(experiment_path: str) -> ExperimentMeta:
     if not filesystem.exists(experiment_path):
         raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
     if not filesystem.exists(f"{experiment_path}/{filesystem.META_FILE}"):
+        if saved_state.newest_state(experiment_path) is not None:  # Ray's files, without tuner's record
+            raise TunerError(
+                f"{experiment_path} holds Ray's state of a run but no {filesystem.META_FILE}, tuner's record of "
+                "the experiment (deleted?); restore it from a copy to report, resume or extend it"
+            )
         raise TunerError(
             f"{experiment_path} is not a tuner experiment (no {filesystem.META_FILE}); "
             "pass the directory that `tuner run` printed"
