@@ -44,10 +44,19 @@ QUIET_HELP = "print only the final summary"
 FORWARDED_RUN_SETTINGS = ("seed", "data_dir", "max_failures", "smoke", "mlflow")
 
 
+# What str.splitlines breaks a line at: a path or a name the user gave may hold one.
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def one_line(message: str) -> str:
+    """The message with any line break in what it quotes written as an escape (`\\n`): one line still."""
+    return "".join(ascii(char)[1:-1] if char in _LINE_BREAKS else char for char in message)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse prints usage + message; one line is enough
         command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
-        self.exit(USAGE_ERROR, f"tuner: error: {message} (see {tuner_command()} {command})\n")
+        self.exit(USAGE_ERROR, f"tuner: error: {one_line(message)} (see {tuner_command()} {command})\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -455,8 +464,10 @@ def _report(args: argparse.Namespace) -> int:
     if damage := report.damage(trials):
         # The report files hold what the last whole read found: kept, not overwritten from less.
         print(
-            f"tuner: warning: {experiment} is damaged: {damage}; the table below is what can still be read, "
-            f"and the report files ({report.TRIALS_CSV}, ...) are left as they were",
+            one_line(
+                f"tuner: warning: {experiment} is damaged: {damage}; the table below is what can still be read, "
+                f"and the report files ({report.TRIALS_CSV}, ...) are left as they were"
+            ),
             file=sys.stderr,
         )
     else:
@@ -513,8 +524,10 @@ def _saved_report(damaged: "Damaged", args: argparse.Namespace) -> int:
             "restore tuner.json from a copy to report, resume or extend it"
         ) from None
     print(
-        f"tuner: warning: {damaged}; showing {report.TRIALS_CSV} as its last run or report saved it; "
-        "restore tuner.json from a copy to resume or extend it",
+        one_line(
+            f"tuner: warning: {damaged}; showing {report.TRIALS_CSV} as its last run or report saved it; "
+            "restore tuner.json from a copy to resume or extend it"
+        ),
         file=sys.stderr,
     )
     shown = table if args.top is None and args.format != "md" else table.head(args.top or DEFAULT_TOP)
@@ -584,7 +597,7 @@ class _Console(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         message = self.format(record)
         if record.levelno >= logging.WARNING:
-            print(f"tuner: warning: {message}", file=sys.stderr, flush=True)
+            print(f"tuner: warning: {one_line(message)}", file=sys.stderr, flush=True)
         else:
             print(message, flush=True)
 
@@ -619,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as err:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)
-        print(f"tuner: error: {err}", file=sys.stderr)
+        print(f"tuner: error: {one_line(str(err))}", file=sys.stderr)
         return USAGE_ERROR
     except Interrupted as interrupted:
         print(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from tuner.errors import TunerError
+
 META_FILE = "tuner.json"
 
 
@@ -23,7 +25,13 @@ def normalize(path_or_uri: str) -> str:
 
 
 def filesystem(path_or_uri: str) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(normalize(path_or_uri))
+    try:
+        return pafs.FileSystem.from_uri(normalize(path_or_uri))
+    except ValueError as error:  # pyarrow's ArrowInvalid: a scheme it has no filesystem for, a malformed URI
+        raise TunerError(
+            f"{path_or_uri} is neither a local path nor a URI of a filesystem pyarrow knows ({error}); "
+            "give a path, or a URI such as s3://bucket/path"
+        ) from None
 
 
 def exists(path_or_uri: str) -> bool:

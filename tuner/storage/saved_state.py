@@ -50,11 +50,11 @@ CUT_SHORT = "cut short"
 
 def _names(experiment_path: str) -> list[str]:
     fs, path = filesystem.filesystem(experiment_path)
-    return [
-        entry.base_name
-        for entry in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-        if entry.type == pafs.FileType.File
-    ]
+    try:
+        entries = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except NotADirectoryError:  # a file given where an experiment directory was expected
+        return []
+    return [entry.base_name for entry in entries if entry.type == pafs.FileType.File]
 
 
 def newest_state(experiment_path: str) -> str | None:
