@@ -70,7 +70,10 @@ SPACE_FILES = {
         (["run", "--warm-start", "not_an_experiment"], "is not a tuner experiment"),
         (["extend", "not_an_experiment", "--num-samples", "2"], "is not a tuner experiment"),
         (["extend", "not_an_experiment"], "the following arguments are required: --num-samples"),
-        (["extend", "not_an_experiment", "--num-samples", "0"], "argument --num-samples: must be an integer from 1 to 100000"),
+        (
+            ["extend", "not_an_experiment", "--num-samples", "0"],
+            "argument --num-samples: must be an integer from 1 to 100000",
+        ),
         (["run", "--time-budget", "abc"], "time budget 'abc' is not a duration; write e.g. 90s, 30m"),
         (
             ["run", "--stop", "accuracy>0.9"],

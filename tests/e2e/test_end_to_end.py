@@ -241,10 +241,11 @@ DAMAGEABLE = [
     ),
 )
 def test_fuzzed_damage_to_an_experiments_files_ends_cleanly(damaged, capsys, pattern, command, change):
-    """Bytes of one file of a finished experiment cut, overwritten or the file deleted: `report`, `list`
-    and `resume` each end in exit 0 or one line and exit 2, never a traceback, and never rewrite the
-    damaged file. `resume` is pointed at a cluster that is not there, so that a copy it finds whole fails
-    to connect (one line) rather than starting Ray."""
+    """Bytes of one file of a finished experiment cut, overwritten or the file deleted: `report`,
+    `list` and `resume` each end in exit 0 or one line and exit 2, never a traceback, and never rewrite
+    the damaged file (but trials.csv, which `report` rebuilds from Ray's files). `resume` is pointed at
+    a cluster that is not there, so that a copy it finds whole fails to connect (one line) rather than
+    starting Ray."""
     copy = Path(tempfile.mkdtemp(dir=damaged, prefix="fuzzed-"))
     try:
         experiment = copy / "fuzzed"
@@ -268,7 +269,8 @@ def test_fuzzed_damage_to_an_experiments_files_ends_cleanly(damaged, capsys, pat
         assert code in (0, 2), err
         if code == 2:
             assert len(err) == 1 and err[0].startswith("tuner: error: "), err
-        assert (target.read_bytes() if target.exists() else None) == damaged_bytes
+        if pattern != "trials.csv":  # the report's own output: rebuilt from Ray's files when they are whole
+            assert (target.read_bytes() if target.exists() else None) == damaged_bytes
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
