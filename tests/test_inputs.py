@@ -177,7 +177,8 @@ def test_every_search_scheduler_and_strategy_plans_or_is_refused_in_one_line(par
     [
         ("notes.txt", lambda p: p.write_text("lr = 0.1\n"), "is not a Python module (its name does not end in .py)"),
         ("./notes.txt", lambda p: p.write_text("lr = 0.1\n"), "is not a Python module"),
-        ("spaces", lambda p: p.mkdir(), "space module spaces is a directory; pass the path of a .py file in it"),
+        ("spaces", lambda p: p.mkdir(), "unknown space 'spaces'; available: "),
+        ("./spaces", lambda p: p.mkdir(), "space module ./spaces is a directory; pass the path of a .py file in it"),
         ("spaces.py", lambda p: p.mkdir(), "space module spaces.py is a directory"),
         ("random.py", lambda p: p.write_bytes(bytes(range(256))), "space module random.py is not Python source text"),
         ("nul.py", lambda p: p.write_bytes(b'x = "\0"\n'), "is binary (it holds NUL bytes), not Python source"),

@@ -149,9 +149,10 @@ def load(ref: str) -> ExperimentSpec:
     looks_like_path = ref.endswith(".py") or "/" in ref or "\\" in ref
     path = Path(ref) if looks_like_path else SPACES_DIR / f"{ref}.py"
     if not looks_like_path and (ref.startswith("_") or not path.is_file()):  # `_`: search_spaces' own files
-        if os.path.lexists(ref):  # a file or folder here, given without a path: say what it is
+        if os.path.isfile(ref):  # a file here, given without a path: say what it is
             _check_source(Path(ref), ref)
-        raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path)")
+        here = f"; {ref} here is a directory" if os.path.isdir(ref) else ""
+        raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path{here})")
     _check_source(path, ref)
     module, local_modules = _import(path)
     return from_module(module, name=path.stem, source=str(path), local_modules=local_modules)
