@@ -86,12 +86,12 @@ def plan(
         notices.append(choice.reason)
     try:
         searchers.check(tuning.search, spec.param_space, len(spec.objective.objectives), conditions)
-        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
         if conditions and tuning.scheduler == "pbt":
             raise TunerError(
                 "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
                 "--scheduler asha, or drop the conditions"
             )
+        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
         # Not built yet: the conditional searchers (tuner/search/conditional.py) take one metric, and a warm
         # start's trials would need fitting to the active keys of each branch.
         if conditions and (spec.objective.several or spec.objective.constraints):
