@@ -42,4 +42,4 @@ def test_pip_install_puts_a_tuner_command_beside_python():
     assert command.is_file(), f"no {command}: reinstall with pip install -e ."
     result = subprocess.run([str(command), "run", "--epochs", "0"], capture_output=True, text=True, timeout=60)
     assert result.returncode == cli.USAGE_ERROR
-    assert result.stderr.startswith("tuner: error: argument --epochs: must be an integer >= 1, not 0")
+    assert result.stderr.startswith("tuner: error: argument --epochs: must be an integer from 1 to 100000, not 0")

@@ -46,7 +46,7 @@ def test_every_public_name_resolves_and_nothing_else_is_offered():
     "fields, message",
     [
         ({"mode": "maybe"}, "mode must be 'min' or 'max'"),
-        ({"epochs": True}, "epochs must be an integer >= 1"),
+        ({"epochs": True}, "epochs must be an integer from 1 to 100000"),
         ({"model": "transformer"}, "transformer"),
         ({"param_space": {"lr": -1.0}}, "lr must be a number > 0"),
     ],

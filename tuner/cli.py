@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import dataclasses
+import io
 import logging
 import os
 import shlex
@@ -16,7 +17,7 @@ from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import submission
 from tuner.results.columns import best_column, is_blank
 from tuner.results.status import UNFINISHED
-from tuner.settings import GROUPS, Cluster, RunOptions
+from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
 from tuner.settings.run import DEFAULT_STORAGE_PATH
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tuner.driver import Outcome
-    from tuner.storage.meta import ExperimentMeta
+    from tuner.storage.meta import Damaged, ExperimentMeta
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
@@ -44,10 +45,19 @@ QUIET_HELP = "print only the final summary"
 FORWARDED_RUN_SETTINGS = ("seed", "data_dir", "max_failures", "smoke", "mlflow")
 
 
+# What str.splitlines breaks a line at: a path or a name the user gave may hold one.
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def one_line(message: str) -> str:
+    """The message with any line break in what it quotes written as an escape (`\\n`): one line still."""
+    return "".join(ascii(char)[1:-1] if char in _LINE_BREAKS else char for char in message)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse prints usage + message; one line is enough
         command = " ".join(self.prog.split()[1:] + ["--help"])  # `tuner run` -> run --help; `tuner` -> --help
-        self.exit(USAGE_ERROR, f"tuner: error: {message} (see {tuner_command()} {command})\n")
+        self.exit(USAGE_ERROR, f"tuner: error: {one_line(message)} (see {tuner_command()} {command})\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -76,6 +86,11 @@ def _value_of(name: str, declared: Setting) -> Callable[[str], Any]:
         return value
 
     return parse
+
+
+def _declared(cls: type, name: str) -> Setting:
+    """The declaration of setting `name` of `cls`: an option spelled otherwise gets its checks and bounds."""
+    return next(declared for item, declared in settings_of(cls) if item.name == name)
 
 
 def _setting_options(cls: type, only: Iterable[str] | None = None) -> list[tuple[str, str, Setting]]:
@@ -188,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
     extend_cmd.add_argument(
         "--num-samples",
         required=True,
-        type=_value_of("num_samples", Setting(Whole(1), "")),
+        type=_value_of("num_samples", _declared(Budget, "num_samples")),
         help="trials to add; the search starts from the experiment's trials so far",
     )
     _add_settings(extend_cmd, RunOptions, only=("data_dir",))
@@ -437,20 +452,34 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from tuner.results import report
+    from tuner.storage.meta import Damaged
 
     experiment = _experiment(args)
-    meta = report.load_meta(experiment)
+    try:
+        meta = report.load_meta(experiment)
+    except Damaged as damaged:
+        return _saved_report(damaged, args)
     trials, history = report.read_tables(experiment)
     if args.trial is not None:
         return _trial_decisions(experiment, trials, trial_id_of(meta.space, args.trial), args.format)
-    try:
-        report.save(experiment, trials, history)
-    except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
+    if damage := report.damage(trials):
+        # The report files hold what the last whole read found: kept, not overwritten from less.
         print(
-            f"tuner: warning: could not rewrite the report files in {experiment} "
-            f"({err.strerror or err}); the table below is read from Ray's files",
+            one_line(
+                f"tuner: warning: {experiment} is damaged: {damage}; the table below is what can still be read, "
+                f"and the report files ({report.TRIALS_CSV}, ...) are left as they were"
+            ),
             file=sys.stderr,
         )
+    else:
+        try:
+            report.save(experiment, trials, history)
+        except OSError as err:  # e.g. a full disk: the table can still be shown from Ray's files
+            print(
+                f"tuner: warning: could not rewrite the report files in {experiment} "
+                f"({err.strerror or err}); the table below is read from Ray's files",
+                file=sys.stderr,
+            )
     if args.html:
         from tuner.results import html_report  # matplotlib loads only for the HTML report
 
@@ -474,6 +503,41 @@ def _report(args: argparse.Namespace) -> int:
             f"ranked by {_ranked_by(meta)}" + (f"; stopped: {meta.stopped_by}" if meta.stopped_by else "") + "\n"
         )
         print(_markdown(table))
+    return 0
+
+
+def _saved_report(damaged: "Damaged", args: argparse.Namespace) -> int:
+    """`tuner report` on an experiment whose tuner.json is damaged: the table its last run or report
+    saved (trials.csv), said to be that; the file itself is left as it is."""
+    import pandas as pd
+
+    from tuner.results import report
+    from tuner.storage import filesystem
+
+    saved = filesystem.join(damaged.experiment_path, report.TRIALS_CSV)
+    if args.trial is not None or args.html:
+        raise TunerError(f"{damaged}; --trial and --html need it whole; without them the saved table is shown")
+    try:
+        table = pd.read_csv(io.BytesIO(filesystem.read_bytes(saved)))
+    except (OSError, ValueError) as error:  # no table saved, or one as damaged
+        raise TunerError(
+            f"{damaged}, and no readable table was saved beside it ({report.TRIALS_CSV}: {error}); "
+            "restore tuner.json from a copy to report, resume or extend it"
+        ) from None
+    print(
+        one_line(
+            f"tuner: warning: {damaged}; showing {report.TRIALS_CSV} as its last run or report saved it; "
+            "restore tuner.json from a copy to resume or extend it"
+        ),
+        file=sys.stderr,
+    )
+    shown = table if args.top is None and args.format != "md" else table.head(args.top or DEFAULT_TOP)
+    if args.format == "csv":
+        print(shown.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(shown.to_json(orient="records", indent=1))
+    else:
+        print(_markdown(shown))
     return 0
 
 
@@ -517,7 +581,7 @@ def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: 
 def _list(args: argparse.Namespace) -> int:
     from tuner.results import experiments
 
-    rows = [experiments.summarize(path).row() for path in experiments.find(args.storage)]
+    rows = [experiments.row(path) for path in experiments.find(args.storage)]
     if not rows:
         print(f"no experiments under {args.storage}; run one with `{tuner_command()} run`")
         return 0
@@ -534,7 +598,7 @@ class _Console(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         message = self.format(record)
         if record.levelno >= logging.WARNING:
-            print(f"tuner: warning: {message}", file=sys.stderr, flush=True)
+            print(f"tuner: warning: {one_line(message)}", file=sys.stderr, flush=True)
         else:
             print(message, flush=True)
 
@@ -569,7 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as err:
         if details := getattr(err, "details", None):  # the user's own traceback, above the one line
             print(details, file=sys.stderr)
-        print(f"tuner: error: {err}", file=sys.stderr)
+        print(f"tuner: error: {one_line(str(err))}", file=sys.stderr)
         return USAGE_ERROR
     except OSError as err:  # an object store's answer (unreachable, credentials refused) from any command
         uri = next((arg for arg in argv or sys.argv[1:] if "://" in arg), None)  # its endpoint_override, if any

@@ -84,14 +84,9 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     checkpoints; finished trials are kept as they are and not run again. Of `options`, the cluster, the
     output and `data_dir` (if the data moved since the run) apply; the rest is the experiment's own."""
     experiment_path = filesystem.normalize(experiment_path)
-    meta = report.load_meta(experiment_path)
+    meta = _meta_of(experiment_path, "resume")
     spec = _spec_of(meta, experiment_path)
-    if torn := saved_state.cut_short(experiment_path):
-        raise TunerError(
-            f"cannot resume {experiment_path}: Ray's saved state {torn} is cut short (it was being "
-            f"written when the disk filled); the results so far are kept: {tuner_command()} report "
-            f"{experiment_path}; to search on, start again with `{tuner_command()} run --name <a new name>`"
-        )
+    _check_whole(experiment_path, "resume")
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
@@ -121,10 +116,9 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
     (tuner/results/report.py); `tuner resume` continues an interrupted extension. Of `options`, the
     cluster, the output and `data_dir` apply; the rest is the experiment's own."""
     experiment_path = filesystem.normalize(experiment_path)
-    meta = report.load_meta(experiment_path)
+    meta = _meta_of(experiment_path, "extend")
     spec = _spec_of(meta, experiment_path, "extend")
-    if torn := saved_state.cut_short(experiment_path):
-        raise TunerError(f"cannot extend {experiment_path}: Ray's saved state {torn} is cut short")
+    _check_whole(experiment_path, "extend")
     trials, _ = report.read_tables(experiment_path)
     if set(report.tally(trials, meta)) & set(UNFINISHED):
         raise TunerError(
@@ -233,6 +227,48 @@ def _describe(part: object) -> str | None:
     if part is None or isinstance(part, str):
         return part
     return f"{getattr(part, '__qualname__', type(part).__name__)} (own)"
+
+
+def _meta_of(experiment_path: str, verb: str) -> ExperimentMeta:
+    """The experiment's tuner.json; a damaged one is said with what can still be done, and left as it is."""
+    try:
+        return report.load_meta(experiment_path)
+    except meta_file.Damaged as damaged:
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: {damaged}, and it holds the space and settings the trials run "
+            f"with; restore it from a copy, or see the table its last run saved: {tuner_command()} report "
+            f"{experiment_path}"
+        ) from None
+
+
+def _check_whole(experiment_path: str, verb: str) -> None:
+    """Ray's saved state readable and every trial directory it names there: else Ray would fail or start
+    trials afresh, and the report rewritten after the run would lose what the missing files held."""
+    if (found := saved_state.damaged(experiment_path)) is not None:
+        name, torn = found
+        said = "is cut short (it was being written when the disk filled)"
+        if torn != saved_state.CUT_SHORT:
+            said = f"is damaged ({torn})"
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: Ray's saved state {name} {said}; the results so far are kept: "
+            f"{tuner_command()} report {experiment_path}; to search on, start again with "
+            f"`{tuner_command()} run --name <a new name>`"
+        )
+    if saved_state.newest_state(experiment_path) is None:
+        return  # nothing recorded yet: restored_tuner says so
+    if problem := report.state_problem(experiment_path):
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: {problem}, so Ray cannot go on from it (written by another "
+            f"version of Ray, or damaged); what its trials recorded is still shown by {tuner_command()} report "
+            f"{experiment_path}"
+        )
+    trials, _ = report.read_tables(experiment_path)
+    if damage := report.damage(trials):
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: {damage}; put them back where they were, or start again with "
+            f"`{tuner_command()} run --name <a new name>`; {tuner_command()} report {experiment_path} shows "
+            "what can still be read"
+        )
 
 
 def _spec_of(meta: ExperimentMeta, experiment_path: str, verb: str = "resume") -> ExperimentSpec:

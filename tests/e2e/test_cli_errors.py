@@ -38,10 +38,10 @@ SPACE_FILES = {
         (["run", "nowhere/space.py"], "space module nowhere/space.py does not exist"),
         (["run", "missing_fields.py"], "is missing metric, mode, param_space"),
         (["run", "syntax_error.py"], "space module syntax_error.py has a syntax error at line 6: closing parenthesis"),
-        (["run", "wrong_types.py"], "space wrong_types: epochs must be an integer >= 1, not 'ten'"),
+        (["run", "wrong_types.py"], "space wrong_types: epochs must be an integer from 1 to 100000, not 'ten'"),
         (["run", "empty_grid.py"], "space empty_grid: param_space['lr'] is an empty grid; give tune.grid_search at"),
-        (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer >= 1, not -3"),
-        (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer >= 1, not 0"),
+        (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer from 1 to 100000, not -3"),
+        (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer from 1 to 100000, not 0"),
         (["run", "list_space.py"], "space list_space: param_space must be a dict, not list"),
         (["run", "cond_unknown.py"], "space cond_unknown: conditions name 'optimiser', which is no key of param_space"),
         (["run", "cond_never.py"], "conditions: 'momentum' needs optimizer='sgdd', a value optimizer never takes"),
@@ -55,7 +55,7 @@ SPACE_FILES = {
         ),
         (["run", "--seed", "-5"], "argument --seed: must be an integer from 0 to 4294967295, not -5"),
         (["run", "--set", "batch_size=0"], "batch_size must be an integer >= 1, not 0"),
-        (["run", "--workers", "0"], "argument --workers: must be an integer >= 1, not 0"),
+        (["run", "--workers", "0"], "argument --workers: must be an integer from 1 to 10000, not 0"),
         (
             ["run", "--name", "../elsewhere"],
             "argument --name: must be a plain name of letters, digits, '.', '_' and '-'",
@@ -70,7 +70,10 @@ SPACE_FILES = {
         (["run", "--warm-start", "not_an_experiment"], "is not a tuner experiment"),
         (["extend", "not_an_experiment", "--num-samples", "2"], "is not a tuner experiment"),
         (["extend", "not_an_experiment"], "the following arguments are required: --num-samples"),
-        (["extend", "not_an_experiment", "--num-samples", "0"], "argument --num-samples: must be an integer >= 1"),
+        (
+            ["extend", "not_an_experiment", "--num-samples", "0"],
+            "argument --num-samples: must be an integer from 1 to 100000",
+        ),
         (["run", "--time-budget", "abc"], "time budget 'abc' is not a duration; write e.g. 90s, 30m"),
         (
             ["run", "--stop", "accuracy>0.9"],
@@ -104,7 +107,7 @@ SPACE_FILES = {
             ["run", "--workers", "8", "--max-concurrent", "1"],  # a limit on trials at once skips no check
             "a trial needs 8 workers x 1 CPU = 8 CPU, but the Ray cluster has 2",
         ),
-        (["run", "--max-failures", "-3"], "argument --max-failures: must be an integer >= 0, not -3"),
+        (["run", "--max-failures", "-3"], "argument --max-failures: must be an integer from 0 to 1000, not -3"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["report", "absent_dir"], "absent_dir does not exist"),
         (["report", "not_an_experiment", "--format", "xml"], "argument --format: invalid choice: 'xml'"),

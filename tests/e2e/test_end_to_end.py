@@ -6,12 +6,15 @@ import os
 import re
 import shlex
 import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from nbclient import NotebookClient
 
 from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
@@ -122,6 +125,154 @@ def test_report_command_from_another_process(grid_run):
     assert [row["rank"] for row in shown] == ["1", "2", "3"]
     for row in shown:
         assert float(row["best_val_acc"]) == pytest.approx(best[row["trial_id"]], abs=1e-4)  # as printed
+
+
+# --- a damaged experiment: the finished grid copied, then one file of the copy damaged ---------------
+
+
+def _damage(experiment: Path, kind: str) -> None:
+    """Damage a copy of a finished experiment as a user, a full disk or another version may leave it."""
+    meta = experiment / "tuner.json"
+    state = max(experiment.glob("experiment_state-*.json"))
+    if kind == "truncated tuner.json":
+        meta.write_bytes(meta.read_bytes()[: len(meta.read_bytes()) // 2])
+    elif kind == "edited tuner.json":
+        record = json.loads(meta.read_text())
+        record["budget"]["epochs"] = "two"
+        meta.write_text(json.dumps(record))
+    elif kind == "tuner.json of another shape":
+        meta.write_text("[1, 2, 3]")
+    elif kind == "missing trial directories":
+        for trial in sorted(experiment.glob("tiny_grid_*"))[:2]:
+            shutil.rmtree(trial)
+    elif kind == "Ray state of another version":
+        recorded = json.loads(state.read_text())
+        state.write_text(json.dumps({"checkpoints": recorded["trial_data"], "runner_data": {}}))
+    elif kind == "garbled Ray state":  # inside a trial's pickled state (hex): the JSON around it still parses
+        text = state.read_text()
+        blob = re.search(r"[0-9a-f]{200,}", text)
+        assert blob is not None
+        state.write_text(text[: blob.start() + 100] + "#" * 40 + text[blob.start() + 140 :])
+
+
+DAMAGES = {  # kind: what report, resume and list say of it
+    "truncated tuner.json": "tuner.json is damaged (not JSON: ",
+    "edited tuner.json": "tuner.json is damaged (epochs must be an integer from 1 to 100000, not 'two')",
+    "tuner.json of another shape": "tuner.json is damaged (a JSON list, not an object)",
+    "missing trial directories": "the directories of 2 trial(s) Ray recorded are missing (tiny_grid_",
+    "Ray state of another version": "cannot be read (KeyError: 'trial_data')",
+    "garbled Ray state": "cannot be read (",
+}
+
+
+@pytest.fixture(scope="module")
+def damaged(grid_run, tmp_path_factory) -> Path:
+    """A storage path of the finished grid, whole, and a copy of it per kind of damage."""
+    _, experiment = grid_run
+    storage = tmp_path_factory.mktemp("damaged")
+    shutil.copytree(experiment, storage / "whole")
+    for number, kind in enumerate(DAMAGES):
+        shutil.copytree(experiment, storage / f"damage{number}")
+        _damage(storage / f"damage{number}", kind)
+    return storage
+
+
+def _files(folder: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def _main(args: list[str], capsys) -> tuple[int, str, list[str]]:
+    code = main(args)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return code, captured.out, captured.err.strip().splitlines()
+
+
+@pytest.mark.parametrize("number,kind", list(enumerate(DAMAGES)))
+def test_a_damaged_experiment_says_what_is_damaged_and_loses_nothing(damaged, capsys, number, kind):
+    experiment = damaged / f"damage{number}"
+    before = _files(experiment)
+    said = DAMAGES[kind]
+
+    code, out, err = _main(["report", str(experiment)], capsys)  # what can still be read, said to be so
+    assert code == 0 and len(err) == 1 and err[0].startswith("tuner: warning: ") and said in err[0], err
+    rows = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + 4, out  # every trial of the grid: from trials.csv, Ray's state or their own files
+    assert _files(experiment) == before  # the report files are not rewritten from less than they hold
+
+    code, _, err = _main(["resume", str(experiment)], capsys)  # refused before Ray starts
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"tuner: error: cannot resume {experiment}: "), err
+    assert said in err[0] and f"report {experiment}" in err[0], err
+    assert _files(experiment) == before
+
+
+def test_list_shows_the_damaged_experiments_as_damaged_and_lists_the_others(damaged, capsys):
+    code, out, err = _main(["list", str(damaged)], capsys)
+    assert code == 0 and err == [], err
+    rows = {
+        cells[0]: cells[1:] for cells in ([c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines()[2:])
+    }
+    assert rows["whole"][:3] == ["tiny_grid", "finished", "4 finished"], rows
+    for number, kind in enumerate(DAMAGES):
+        assert rows[f"damage{number}"][1] == "damaged", rows
+        assert DAMAGES[kind].removeprefix("tuner.json is damaged (").rstrip(")") in rows[f"damage{number}"][2], rows
+
+
+# What hypothesis may damage: tuner's record, Ray's state files, and a trial's own files.
+DAMAGEABLE = [
+    "tuner.json",
+    "experiment_state-*.json",
+    "basic-variant-state-*.json",
+    "tuner.pkl",
+    "tiny_grid_*/result.json",
+    "tiny_grid_*/params.json",
+    "trials.csv",
+]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(DAMAGEABLE),
+    st.sampled_from(["report", "list", "resume"]),
+    st.one_of(
+        st.tuples(st.just("truncate"), st.floats(0, 1)),
+        st.tuples(st.just("overwrite"), st.floats(0, 1), st.binary(min_size=1, max_size=8)),
+        st.tuples(st.just("delete")),
+    ),
+)
+def test_fuzzed_damage_to_an_experiments_files_ends_cleanly(damaged, capsys, pattern, command, change):
+    """Bytes of one file of a finished experiment cut, overwritten or the file deleted: `report`,
+    `list` and `resume` each end in exit 0 or one line and exit 2, never a traceback, and never rewrite
+    the damaged file (but trials.csv, which `report` rebuilds from Ray's files). `resume` is pointed at
+    a cluster that is not there, so that a copy it finds whole fails to connect (one line) rather than
+    starting Ray."""
+    copy = Path(tempfile.mkdtemp(dir=damaged, prefix="fuzzed-"))
+    try:
+        experiment = copy / "fuzzed"
+        shutil.copytree(damaged / "whole", experiment)
+        target = max(experiment.glob(pattern))
+        data = target.read_bytes()
+        if change[0] == "delete":
+            target.unlink()
+        elif change[0] == "truncate":
+            target.write_bytes(data[: int(len(data) * change[1])])
+        else:
+            at = int(len(data) * change[1])
+            target.write_bytes(data[:at] + change[2] + data[at + len(change[2]) :])
+        damaged_bytes = target.read_bytes() if target.exists() else None
+        args = {
+            "report": ["report", str(experiment)],
+            "list": ["list", str(copy)],
+            "resume": ["resume", str(experiment), "--address", "127.0.0.1:1"],
+        }[command]
+        code, _, err = _main(args, capsys)
+        assert code in (0, 2), err
+        if code == 2:
+            assert len(err) == 1 and err[0].startswith("tuner: error: "), err
+        if pattern != "trials.csv":  # the report's own output: rebuilt from Ray's files when they are whole
+            assert (target.read_bytes() if target.exists() else None) == damaged_bytes
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def test_analysis_load_gives_the_same_frames(grid_run):

@@ -1,13 +1,16 @@
-"""Fuzzing the two parsers of user input, the space-module validator and `--set`: whatever they are
-given, they either accept it or raise TunerError (the CLI's one clear line), never anything else."""
+"""Fuzzing the two parsers of user input, the space-module validator and `--set`, and the command lines of
+every command: whatever they are given, they either accept it or raise TunerError (the CLI's one clear
+line), never anything else."""
 
 import contextlib
 import io
 import math
+import os
 import re
 from types import SimpleNamespace
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ray import tune
 
@@ -109,20 +112,29 @@ def test_set_parser_accepts_or_explains(item):
 # An independent oracle for the space's scalar fields: what each accepts, written from README's table
 # rather than from the validator, so that a value the validator wrongly accepts or refuses (True as a
 # count, an infinite CPU share) fails here.
-def _whole_at_least(minimum: int):
-    return lambda v: type(v) is int and v >= minimum
+def _whole_at_least(minimum: int, maximum: int = 100_000):
+    return lambda v: type(v) is int and minimum <= v <= maximum
 
 
 def _finite(v) -> bool:
     return type(v) in (int, float) and math.isfinite(v)
 
 
+def _seconds(v: str) -> float:
+    """A duration's seconds, as README's table writes the units (1h30m, 90s, 90)."""
+    total = 0.0
+    for number, unit in re.findall(r"(\d+)([hms]?)", v.lower()):
+        total += int(number) * {"h": 3600, "m": 60}.get(unit, 1)
+    return total
+
+
 SCALAR_ORACLE = {
-    "epochs": _whole_at_least(1),
+    "epochs": _whole_at_least(1),  # README: 1 to 100000, num_samples and max_concurrent likewise
     "num_samples": _whole_at_least(1),
     "max_concurrent": lambda v: v is None or _whole_at_least(1)(v),
-    "cpus_per_worker": lambda v: _finite(v) and v > 0,
-    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and v >= 0),
+    # A share of a node's CPUs or GPUs: Ray's unit, 0.0001, at the least (GPUs: or none).
+    "cpus_per_worker": lambda v: _finite(v) and 0.0001 <= v <= 4096,
+    "gpus_per_worker": lambda v: v == "auto" or (_finite(v) and (v == 0 or 0.0001 <= v <= 64)),
     "search": lambda v: v in ("grid", "random", "optuna", "hyperopt", "bohb", "auto"),
     "scheduler": lambda v: v in ("fifo", "asha", "hyperband", "median", "pbt"),
     "mode": lambda v: v in ("min", "max"),
@@ -134,6 +146,7 @@ SCALAR_ORACLE = {
             # 1H30M as 1h30m: a unit's case says nothing the lower case does not
             and re.fullmatch(r"\s*(\d+h)?(\d+m)?(\d+s?)?\s*", v, re.IGNORECASE) is not None
             and any(c in "123456789" for c in v)
+            and _seconds(v) <= 365 * 24 * 3600  # a year at most
         )
     ),
     "stop": lambda v: (
@@ -169,8 +182,13 @@ SCALAR_VALUES = st.one_of(
             " ",
             "",
             "90",
+            "8760h",
+            "8760h1s",
+            "100000",
+            "100001",
         ]
     ),
+    st.sampled_from([100_000, 100_001, 4096, 4096.5, 64, 65, 10**12, 0.0001, 0.00009, 1e-5]),
 )
 
 
@@ -256,3 +274,88 @@ def test_every_run_option_works_or_is_one_line(flag, text):
         plan(space, seed).search_algorithm(max_concurrent=2)
     except TunerError as err:
         assert str(err).strip() and "\n" not in str(err)
+
+
+# `tuner report`, `resume`, `list` and `submit`, given anything on their command lines, in a directory
+# holding what a user may point them at by mistake (no experiment among them, so that nothing reaches
+# Ray: `resume` of a real one would start it; the damaged experiments are fuzzed in
+# tests/e2e/test_end_to_end.py, beside a real one). Each ends in exit 0, or one line and exit 2.
+PLACES = ["empty_dir", "a_file", "not_an_experiment", "nested", "absent", ".", "..", "tuner_results"]
+COMMAND_WORDS = st.one_of(
+    st.sampled_from(
+        [
+            *PLACES,
+            "--top",
+            "--format",
+            "--html",
+            "--trial",
+            "md",
+            "csv",
+            "json",
+            "xml",
+            "--address",
+            "http://127.0.0.1:1",  # nothing listens there: refused at once
+            "127.0.0.1:1",
+            "--storage-path",
+            "/abs/results",
+            "--data-dir",
+            "--num-samples",
+            "--follow",
+            "--set",
+            "lr=0.1",
+            "--epochs",
+            "-v",
+            "-q",
+            "--",
+            "-",
+            "0",
+            "-1",
+            "1e9",
+            str(10**15),
+            "00001",
+        ]
+    ),
+    # No ':' (a URI such as s3://... would reach for the network) and no NUL (no path holds one).
+    st.text(alphabet=st.characters(blacklist_characters=":\0", blacklist_categories=("Cs",)), max_size=10),
+)
+
+
+@contextlib.contextmanager
+def _in(folder):
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory):
+    """A working directory of what a user may point the commands at by mistake."""
+    root = tmp_path_factory.mktemp("mistakes")
+    (root / "empty_dir").mkdir()
+    (root / "a_file").write_text("not an experiment\n")
+    (root / "not_an_experiment").mkdir()
+    (root / "not_an_experiment" / "trials.csv").write_text("rank,trial_id\n1,x\n")
+    (root / "nested" / "deeper").mkdir(parents=True)
+    (root / "tuner_results" / "empty").mkdir(parents=True)
+    return root
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["report", "resume", "list", "submit"]), st.lists(COMMAND_WORDS, max_size=5))
+def test_every_command_ends_cleanly_whatever_its_arguments(mistakes, monkeypatch, command, words):
+    for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    with _in(mistakes), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([command, *words])
+        except SystemExit as exit_:  # argparse's own exit on a malformed option
+            code = exit_.code
+    lines = err.getvalue().strip().splitlines()
+    assert code in (0, cli.USAGE_ERROR), (code, err.getvalue()[-2000:])
+    assert "Traceback" not in err.getvalue() + out.getvalue()
+    if code == cli.USAGE_ERROR:
+        assert len(lines) == 1 and lines[0].startswith("tuner: error: "), lines

@@ -190,13 +190,24 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
         )
     except (ModuleNotFoundError, AttributeError) as error:
         if "tuner" not in str(error):
-            raise
+            raise _unrestorable(experiment_path, error) from None
         raise TunerError(
             f"cannot resume {experiment_path}: its saved state names tuner code this version "
             f"of tuner does not have ({error}); the results so far are kept: {tuner_command()} "
             f"report {experiment_path}; resume it with the tuner that started it, or start "
             f"again with `{tuner_command()} run --name <a new name>`"
         ) from None
+    except Exception as error:  # tuner.pkl or a searcher's state damaged past what the checks before saw
+        raise _unrestorable(experiment_path, error) from None
+
+
+def _unrestorable(experiment_path: str, error: Exception) -> TunerError:
+    reason = str(error).splitlines()[0][:120] if str(error) else ""
+    return TunerError(
+        f"cannot resume {experiment_path}: Ray cannot restore its saved state ({type(error).__name__}"
+        f"{': ' + reason if reason else ''}: damaged, or written by another version of Ray); the results so far "
+        f"are kept: {tuner_command()} report {experiment_path}"
+    )
 
 
 def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: int) -> str | None:

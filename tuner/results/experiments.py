@@ -8,6 +8,7 @@ tuner/execution/tune_run.py), is fresh: a run killed before it could record its 
 RUNNING_WINDOW_S, then as interrupted.
 """
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +35,11 @@ STATE_GLOB = "experiment_state-"  # Ray Tune's file, rewritten while the run las
 class Summary:
     path: str
     meta: ExperimentMeta
-    status: str  # running | finished | stopped | interrupted | failed
+    status: str  # running | finished | stopped | interrupted | failed | damaged
     trials: pd.DataFrame  # the report's rows: status and best metric of each trial
     started: float  # epoch seconds
     ran_s: float
+    damage: str = ""  # what of it could not be read (report.damage)
 
     def row(self) -> dict[str, Any]:
         metric = self.meta.objective.metric
@@ -46,7 +48,11 @@ class Summary:
             "experiment": filesystem.base_name(self.path),
             "space": self.meta.space,
             "status": self.status,
-            "trials": report.describe(report.tally(self.trials, self.meta)) or "none yet",
+            "trials": "; ".join(
+                part
+                for part in (report.describe(report.tally(self.trials, self.meta)) or "none yet", self.damage)
+                if part
+            ),
             "best": f"{metric}={scored.iloc[0][best_column(metric)]:.4g}" if len(scored) else "",
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started)),
             "ran": format_duration(self.ran_s),
@@ -70,7 +76,11 @@ def find(storage_path: str) -> list[str]:
         meta = fs.get_file_info(f"{entry.path}/{filesystem.META_FILE}")
         if entry.type == pafs.FileType.Directory and meta.type == pafs.FileType.File:
             path = filesystem.join(filesystem.normalize(storage_path), entry.base_name)
-            found.append((_started(meta_file.read(path), meta), entry.base_name))
+            try:
+                started = _started(meta_file.read(path), meta)
+            except (TunerError, OSError):  # damaged: listed as such (`row`), ordered by its file's time
+                started = _mtime(meta)
+            found.append((started, entry.base_name))
     return [filesystem.join(filesystem.normalize(storage_path), name) for _, name in sorted(found, reverse=True)]
 
 
@@ -97,6 +107,30 @@ def _last_state_write(path: str) -> float | None:
     return max(times) if times else None
 
 
+def row(path: str) -> dict[str, Any]:
+    """The experiment's row of `tuner list`; a damaged one's says what is damaged, in place of its
+    trials, so that one damaged experiment leaves the others listed."""
+    try:
+        return summarize(path).row()
+    except meta_file.Damaged as error:
+        problem = f"{filesystem.META_FILE}: {error.reason}"
+    except TunerError as error:
+        problem = str(error)
+    except OSError as error:  # e.g. a file without read permission
+        problem = f"cannot be read: {(os.strerror(error.errno) if error.errno else str(error)).lower()}"
+    fs, inner = filesystem.filesystem(path)
+    changed = _mtime(fs.get_file_info(f"{inner}/{filesystem.META_FILE}"))
+    return {
+        "experiment": path.rstrip("/").rsplit("/", 1)[-1],
+        "space": "",
+        "status": "damaged",
+        "trials": problem,
+        "best": "",
+        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(changed)),
+        "ran": "",
+    }
+
+
 def summarize(path: str) -> Summary:
     meta = report.load_meta(path)
     fs, inner = filesystem.filesystem(path)
@@ -118,4 +152,6 @@ def summarize(path: str) -> Summary:
         else:
             status = "finished"
         ran = (ended or state or started) - started
-    return Summary(path, meta, status, trials, started, max(0.0, ran))
+    if (damage := report.damage(trials)) and not running:  # a running one's state may be mid-rewrite
+        status = "damaged"
+    return Summary(path, meta, status, trials, started, max(0.0, ran), damage)

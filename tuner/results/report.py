@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.fs
 from ray.tune import ExperimentAnalysis
 from ray.tune.result import (
     AUTO_RESULT_KEYS,
@@ -26,7 +27,7 @@ from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
 from tuner.settings import Objective
 from tuner.spec.param_space import flatten
-from tuner.storage import decisions, filesystem, trial_files
+from tuner.storage import decisions, filesystem, saved_state, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 from tuner.training.result_keys import BOOKKEEPING, COSTS
@@ -84,30 +85,54 @@ def _cell(value: Any) -> Any:
 
 
 def _analysis(experiment_path: str) -> ExperimentAnalysis:
+    """Ray's own reader of its experiment state (`experiment_path` may also name one state file)."""
     fs, path = filesystem.filesystem(experiment_path)
+    if path.endswith(".json"):
+        name = path.rsplit("/", 1)[-1] if filesystem.exists(experiment_path) else None
+    else:
+        name = saved_state.newest_state(experiment_path)
+    if name is None:
+        raise TunerError(f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded")
     try:
         with logs.quiet_analysis_warnings():
             return ExperimentAnalysis(path, storage_filesystem=fs)
-    except (ValueError, FileNotFoundError):
-        raise TunerError(
-            f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded"
-        ) from None
+    except Exception as error:  # files of another Ray version, or damaged: whatever Ray's reader raises
+        raise TunerError(f"Ray's saved state {name} cannot be read ({_reason(error)})") from None
 
 
-def _recorded_trials(experiment_path: str, meta: ExperimentMeta) -> tuple[list[Any], dict[str, pd.DataFrame]]:
-    """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable."""
+def _reason(error: BaseException) -> str:
+    """An exception as a short clause: `KeyError: 'trial_data'`."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    text = text if len(text) <= 120 else text[:117] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def state_problem(experiment_path: str) -> str | None:
+    """Why Ray could not resume from the experiment's saved state (another Ray version's files, or
+    damaged ones), in words; None when Ray's own reader reads it, or there is none yet."""
+    if saved_state.newest_state(experiment_path) is None:
+        return None
+    try:
+        _analysis(experiment_path)
+    except TunerError as error:
+        return str(error)
+    return None
+
+
+def _recorded_trials(
+    experiment_path: str, meta: ExperimentMeta, damage: list[str]
+) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+    """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable
+    (said in `damage`)."""
     try:
         analysis = _analysis(experiment_path)
         return _with_earlier_runs(experiment_path, meta, list(analysis.trials), dict(analysis.trial_dataframes))
-    except TunerError:
+    except TunerError as error:
         trials, frames = trial_files.read(experiment_path, meta.space)
         if not trials:
             raise
-        log.warning(
-            "Ray's experiment state in %s cannot be read (cut short by a full disk?); the trials are read "
-            "from their own directories, so whether they finished is unknown",
-            experiment_path,
-        )
+        # Cut short by a full disk, another Ray version's, or edited: said by the caller (see `damage`).
+        damage.append(f"{error}; its trials are read from their own directories, so whether they finished is unknown")
         return trials, frames
 
 
@@ -180,9 +205,11 @@ def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
 def _status(trial: Any, history: pd.DataFrame, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
     if len(history) and history["diverged"].iloc[-1] in (True, 1):
         return TrialStatus.DIVERGED
-    if not len(history):
+    if not len(history) and not getattr(trial, "last_result", None):
         # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
         return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
+    if not len(history):  # it reported, but its files are gone (a damaged experiment): Ray's word alone
+        return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
     # Any other state was saved while the trial ran: Ray saves its state on Ctrl-C before it ends the
@@ -247,7 +274,15 @@ def _trial_row(
 def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
-    recorded, frames = _recorded_trials(experiment_path, meta)
+    damage: list[str] = []
+    recorded, frames = _recorded_trials(experiment_path, meta, damage)
+    if missing := _missing_trial_dirs(recorded):
+        damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({_names(missing)})")
+    # A trial Ray saw report whose own files hold no row: its result.json was deleted or emptied.
+    reported = [trial for trial in recorded if getattr(trial, "last_result", None)]
+    empty = [_dir_name(trial) for trial in reported if frames.get(trial.trial_id, pd.DataFrame()).empty]
+    if lost := [name for name in empty if name not in missing]:
+        damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")
     metrics = metric_names(list(frames.values()))
     for position, (name, _) in enumerate(meta.objective.objectives):
         if name not in metrics:
@@ -272,7 +307,38 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     for key in meta.params:  # the history's config columns as the trials' (Ray's frames hold floats there)
         if key in trials and trials[key].dtype == "Int64" and key in history:
             history[key] = history[key].astype("Int64")
+    # What of the experiment could not be read: the report files are then not rewritten from it (they
+    # hold what the last whole read found), see `save`.
+    trials.attrs[DAMAGE] = "; ".join(damage)
     return trials, history
+
+
+DAMAGE = "damage"  # the trials frame's attrs key
+
+
+def damage(trials: pd.DataFrame) -> str:
+    """What read_tables could not read of the experiment, in words; "" when nothing."""
+    return str(trials.attrs.get(DAMAGE, ""))
+
+
+def _missing_trial_dirs(recorded: list[Any]) -> list[str]:
+    """The names of the recorded trials that reported a result but whose directories are gone (moved or
+    deleted by hand). A trial that never started has none: Ray makes it when the trial starts."""
+    missing = []
+    for trial in recorded:
+        fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path
+        if getattr(trial, "last_result", None) and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+            missing.append(_dir_name(trial))
+    return missing
+
+
+def _dir_name(trial: Any) -> str:
+    return str(trial.storage.trial_fs_path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _names(names: list[str]) -> str:
+    """`a, b, c and 6 more`."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _whole_numbers(trials: pd.DataFrame, rows: list[dict[str, Any]], params: list[str]) -> pd.DataFrame:
@@ -290,6 +356,11 @@ def load_meta(experiment_path: str) -> ExperimentMeta:
     if not filesystem.exists(experiment_path):
         raise TunerError(f"{experiment_path} does not exist; pass the experiment directory that `tuner run` printed")
     if not filesystem.exists(filesystem.join(experiment_path, filesystem.META_FILE)):
+        if saved_state.newest_state(experiment_path) is not None:  # Ray's files, without tuner's record
+            raise TunerError(
+                f"{experiment_path} holds Ray's state of a run but no {filesystem.META_FILE}, tuner's record of "
+                "the experiment (deleted?); restore it from a copy to report, resume or extend it"
+            )
         raise TunerError(
             f"{experiment_path} is not a tuner experiment (no {filesystem.META_FILE}); "
             "pass the directory that `tuner run` printed"
@@ -304,9 +375,11 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 
 
 def write(experiment_path: str) -> pd.DataFrame:
-    """Rebuild trials.csv, trials.parquet and history.parquet beside Ray's files; returns trials."""
+    """Rebuild trials.csv, trials.parquet and history.parquet beside Ray's files (not from a damaged
+    experiment: see `damage`); returns trials."""
     trials, history = read_tables(experiment_path)
-    save(experiment_path, trials, history)
+    if not damage(trials):
+        save(experiment_path, trials, history)
     return trials
 
 

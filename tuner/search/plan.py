@@ -12,6 +12,7 @@ from ray.tune.schedulers import TrialScheduler
 from tuner.errors import TunerError
 from tuner.search import conditional, schedulers, searchers, warm_start
 from tuner.settings import Budget, Objective, Tuning
+from tuner.settings.experiment import MAX_TRIALS, TRIALS_WHY
 from tuner.spec.conditions import Conditions
 from tuner.spec.space import ExperimentSpec
 
@@ -85,12 +86,12 @@ def plan(
         notices.append(choice.reason)
     try:
         searchers.check(tuning.search, spec.param_space, len(spec.objective.objectives), conditions)
-        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
         if conditions and tuning.scheduler == "pbt":
             raise TunerError(
                 "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
                 "--scheduler asha, or drop the conditions"
             )
+        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
         # Not built yet: the conditional searchers (tuner/search/conditional.py) take one metric, and a warm
         # start's trials would need fitting to the active keys of each branch.
         if conditions and (spec.objective.several or spec.objective.constraints):
@@ -133,11 +134,18 @@ def plan(
         )
         if notice
     ]
+    trials = searchers.trials(tuning.search, spec.param_space, num_samples, already_run, conditions)
+    param_space = {} if conditions else searchers.tuner_space(tuning.search, spec.param_space)
+    if (points := searchers.grid_points(param_space)) * trials > MAX_TRIALS:
+        raise TunerError(
+            f"space {spec.name}: {points * trials} trials in all ({points} grid points x {trials} samples), "
+            f"more than {MAX_TRIALS}: {TRIALS_WHY}; search fewer grid values, or --search random over them"
+        )
     return SearchPlan(
         tuning=tuning,
         budget=dataclasses.replace(spec.budget, num_samples=num_samples),
-        num_samples=searchers.trials(tuning.search, spec.param_space, num_samples, already_run, conditions),
-        param_space={} if conditions else searchers.tuner_space(tuning.search, spec.param_space),
+        num_samples=trials,
+        param_space=param_space,
         scheduler=schedulers.trial_scheduler(
             tuning.scheduler,
             tuning.search,

@@ -48,6 +48,9 @@ ASHA_MIN_EPOCHS = REDUCTION_FACTOR
 # Hyperparameters a checkpoint survives a change of: architecture keys (hidden, channels) change the
 # weights' shapes and `optimizer` the optimiser state, so PBT cannot mutate those mid-training.
 MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
+# The searchers Ray wraps as a SearchGenerator, which PopulationBasedTraining refuses (bohb has a
+# scheduler of its own, refused with any other).
+SEARCHERS_PBT_REFUSES = ("optuna", "hyperopt")
 
 
 def hyperband_brackets(epochs: int) -> int:
@@ -77,6 +80,12 @@ def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: Seq
     if search == "bohb" and scheduler not in ("fifo", "hyperband"):
         raise TunerError(f"bohb runs with its own HyperBand scheduler; drop --scheduler {scheduler} or use hyperband")
     if scheduler == "pbt":
+        if search in SEARCHERS_PBT_REFUSES:  # Ray's PBT.on_trial_add raises ValueError at the first trial
+            raise TunerError(
+                f"pbt evolves a population that Ray's own generator draws, and Ray refuses it with a search "
+                f"algorithm such as {search}; use --search random (or grid) with pbt, or --scheduler asha "
+                f"with {search}"
+            )
         if not pbt_mutations(param_space, mutable):
             names = ", ".join(MUTABLE if mutable is None else mutable)
             raise TunerError(

@@ -26,7 +26,15 @@ def parse_duration(text: str) -> float:
     total = hours * 3600 + minutes * 60 + seconds
     if total <= 0:
         raise TunerError(f"time budget {text!r} must be longer than zero")
+    if total > MAX_TIME_BUDGET_S:
+        raise TunerError(
+            f"time budget {text!r} is longer than a year ({MAX_TIME_BUDGET_S / 3600:g}h), the longest a budget "
+            "may be: no run lasts that long; leave --time-budget out to run without one"
+        )
     return total
+
+
+MAX_TIME_BUDGET_S = 365 * 24 * 3600
 
 
 def stop_reached(stop: str, trial_id: str) -> str:

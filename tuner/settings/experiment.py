@@ -21,6 +21,24 @@ SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 STRATEGIES = ("ddp", "dp", "fsdp", "pipeline")  # how a trial spreads over its workers or GPUs
 PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")  # the arithmetic a GPU trial trains in
 
+# The largest values a run can be asked for, each past anything a run could finish or a node could hold,
+# so that a mistyped number is named before Ray starts rather than found by Ray (checked with the value).
+MAX_EPOCHS = 100_000
+EPOCHS_WHY = "no run finishes more; each epoch is a result Ray keeps in the driver's memory"
+MAX_TRIALS = 100_000
+TRIALS_WHY = (
+    "each trial is a Ray actor, a directory and an entry of the state Ray rewrites every few seconds; "
+    "grow a search in steps with tuner extend"
+)
+CONCURRENT_WHY = "no Ray cluster runs more trials at once"
+MAX_WORKERS = 10_000
+WORKERS_WHY = "each worker is a process of one process group, and no cluster runs more for one trial"
+MAX_CPUS_PER_WORKER = 4096
+MAX_GPUS_PER_WORKER = 64
+SHARE_WHY = "a worker is one process on one node, and no node has more"
+RESOURCE_UNIT = 0.0001
+UNIT_WHY = "Ray counts CPUs and GPUs in units of 0.0001, and less is none"
+
 
 @dataclass(frozen=True)
 class Objective:
@@ -85,9 +103,11 @@ class Objective:
 
 @dataclass(frozen=True)
 class Budget:
-    epochs: int = setting(5, Whole(1), "epochs per trial")
+    epochs: int = setting(5, Whole(1, MAX_EPOCHS, EPOCHS_WHY), "epochs per trial")
     num_samples: int = setting(
-        1, Whole(1), "Ray's num_samples: random draws per grid point under grid search, configs in all otherwise"
+        1,
+        Whole(1, MAX_TRIALS, TRIALS_WHY),
+        "Ray's num_samples: random draws per grid point under grid search, configs in all otherwise",
     )
     time_budget: str | None = setting(
         None,
@@ -116,7 +136,9 @@ class Budget:
 
 @dataclass(frozen=True)
 class Resources:
-    workers: int = setting(1, Whole(1), "Ray Train workers per trial (1 trains in the trial's own process)")
+    workers: int = setting(
+        1, Whole(1, MAX_WORKERS, WORKERS_WHY), "Ray Train workers per trial (1 trains in the trial's own process)"
+    )
     parallel: str = setting(
         "ddp", OneOf(STRATEGIES), "how a trial spreads over its workers or GPUs: ddp | dp | fsdp | pipeline"
     )
@@ -127,15 +149,20 @@ class Resources:
         "faster than bf16 on small models) | fp32 | tf32 | bf16 (autocast) | fp16 (autocast, loss scaling); "
         "a trial on the CPU trains in fp32 whatever this says",
     )
-    cpus_per_worker: float = setting(1.0, Number(0, inclusive=False), "CPUs of each worker")
+    cpus_per_worker: float = setting(
+        1.0, Number(0, False, MAX_CPUS_PER_WORKER, SHARE_WHY, RESOURCE_UNIT, UNIT_WHY), "CPUs of each worker"
+    )
     gpus_per_worker: float | str = setting(
         AUTO,
-        NumberOrAuto(0),
+        NumberOrAuto(0, True, MAX_GPUS_PER_WORKER, SHARE_WHY, RESOURCE_UNIT, UNIT_WHY),
         "GPUs of each worker (a fraction shares a GPU between trials); auto: trials share the cluster's GPUs "
         "by the memory the smoke step measured, or train on the CPU where the cluster has no GPU",
     )
     max_concurrent: int | None = setting(
-        None, Whole(1), "trials at once (default: as many as the cluster fits)", optional=True
+        None,
+        Whole(1, MAX_TRIALS, CONCURRENT_WHY),
+        "trials at once (default: as many as the cluster fits)",
+        optional=True,
     )
 
     def __post_init__(self) -> None:

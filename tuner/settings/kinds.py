@@ -33,10 +33,16 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _beyond(maximum: float | None, why: str, value: Any) -> str:
+    """`; <why>` for a well-formed value past the maximum: the bound is said with its reason."""
+    return f"; {why}" if why and maximum is not None and _real(value) and value > maximum else ""
+
+
 @dataclass(frozen=True)
 class Whole(Kind):
     minimum: int
     maximum: int | None = None
+    why: str = ""  # why there is a maximum, said to a value beyond it
 
     @property
     def expect(self) -> str:  # type: ignore[override]
@@ -58,24 +64,50 @@ class Whole(Kind):
         except ValueError:
             raise ValueError(f"{text!r} is not a whole number") from None
 
+    def problem(self, name: str, value: Any) -> str | None:
+        problem = super().problem(name, value)
+        return None if problem is None else problem + _beyond(self.maximum, self.why, value)
+
 
 @dataclass(frozen=True)
 class Number(Kind):
     minimum: float
     inclusive: bool = True
+    maximum: float | None = None
+    why: str = ""  # why there is a maximum, said to a value beyond it
+    # The smallest positive amount (a Ray resource's unit): a value between 0 and it is refused, with `unit_why`.
+    unit: float | None = None
+    unit_why: str = ""
 
     @property
     def expect(self) -> str:  # type: ignore[override]
-        return f"a number {'>=' if self.inclusive else '>'} {self.minimum:g}"
+        if self.unit is not None and self.minimum == 0 and self.maximum is not None:  # a share of a resource
+            shares = f"a number from {self.unit:g} to {self.maximum:g}"
+            return f"0 or {shares}" if self.inclusive else shares
+        low = f"{'>=' if self.inclusive else '>'} {self.minimum:g}"
+        return f"a number {low}" if self.maximum is None else f"a number {low} and <= {self.maximum:g}"
 
     def accepts(self, value: Any) -> bool:
-        return _real(value) and (value >= self.minimum if self.inclusive else value > self.minimum)
+        return (
+            _real(value)
+            and (value >= self.minimum if self.inclusive else value > self.minimum)
+            and (self.maximum is None or value <= self.maximum)
+            and not (self.unit is not None and 0 < value < self.unit)
+        )
 
     def parse(self, text: str) -> float:
         try:
             return float(text)
         except ValueError:
             raise ValueError(f"{text!r} is not a number") from None
+
+    def problem(self, name: str, value: Any) -> str | None:
+        problem = super().problem(name, value)
+        if problem is None:
+            return None
+        if self.unit is not None and self.unit_why and _real(value) and 0 < value < self.unit:
+            return f"{problem}; {self.unit_why}"
+        return problem + _beyond(self.maximum, self.why, value)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ DEFAULT_MLFLOW_STORE = "<storage-path>/mlflow.db"
 DEFAULT_DASHBOARD_PORT = 8265
 LOOPBACK = "127.0.0.1"
 MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
+SEED_WHY = "numpy's seeding takes 32-bit seeds"
+PORT_WHY = "a TCP port is a 16-bit number"
+MAX_RETRIES = 1000
+RETRIES_WHY = "a trial that crashed that often will crash again"
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Cluster:
         optional=True,
     )
     dashboard: bool = setting(False, Flag(), f"start the local Ray instance with its dashboard on {LOOPBACK}")
-    dashboard_port: int = setting(DEFAULT_DASHBOARD_PORT, Whole(1, 65535), "the dashboard's port")
+    dashboard_port: int = setting(DEFAULT_DASHBOARD_PORT, Whole(1, 65535, PORT_WHY), "the dashboard's port")
 
     def __post_init__(self) -> None:
         check(self)
@@ -46,11 +50,15 @@ class RunOptions:
     name: str | None = setting(
         None, PlainName(), "experiment directory name (default: <space>-<timestamp>)", optional=True
     )
-    seed: int = setting(0, Whole(0, MAX_SEED), "seeds sampling and every trial's initialisation and shuffling")
+    seed: int = setting(
+        0, Whole(0, MAX_SEED, SEED_WHY), "seeds sampling and every trial's initialisation and shuffling"
+    )
     data_dir: str | None = setting(
         None, Text(), "root of local torchvision datasets (or TUNER_DATA_DIR)", optional=True
     )
-    max_failures: int = setting(2, Whole(0), "retries of a crashed trial, each from its latest checkpoint")
+    max_failures: int = setting(
+        2, Whole(0, MAX_RETRIES, RETRIES_WHY), "retries of a crashed trial, each from its latest checkpoint"
+    )
     smoke: bool = setting(
         True,
         Flag(),

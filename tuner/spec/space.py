@@ -10,10 +10,13 @@ Nothing here imports torch or Ray: a mistake is named before either loads.
 """
 
 import dataclasses
+import errno
 import functools
 import importlib
 import importlib.util
 import inspect
+import os
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,12 +148,46 @@ def load(ref: str) -> ExperimentSpec:
     """Load a space by name (`digits_mlp`) or by path (`search_spaces/digits_mlp.py`)."""
     looks_like_path = ref.endswith(".py") or "/" in ref or "\\" in ref
     path = Path(ref) if looks_like_path else SPACES_DIR / f"{ref}.py"
-    if not path.is_file() or (not looks_like_path and ref.startswith("_")):  # `_`: search_spaces' own files
-        if looks_like_path:
-            raise TunerError(f"space module {ref} does not exist; pass the path of a .py file")
-        raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path)")
+    if not looks_like_path and (ref.startswith("_") or not path.is_file()):  # `_`: search_spaces' own files
+        if os.path.isfile(ref):  # a file here, given without a path: say what it is
+            _check_source(Path(ref), ref)
+        here = f"; {ref} here is a directory" if os.path.isdir(ref) else ""
+        raise TunerError(f"unknown space {ref!r}; available: {', '.join(available())} (or pass a .py path{here})")
+    _check_source(path, ref)
     module, local_modules = _import(path)
     return from_module(module, name=path.stem, source=str(path), local_modules=local_modules)
+
+
+def _check_source(path: Path, ref: str) -> None:
+    """Raises the one line that says why `path` is no space module, which is a readable .py file of
+    Python source; the OS's reasons in its own words (from the errno). Checked before the import, whose
+    own errors would blame a syntax error or a missing name."""
+    try:
+        kind = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            raise TunerError(f"space module {ref} does not exist; pass the path of a .py file") from None
+        raise TunerError(f"space module {ref} cannot be read: {os.strerror(err.errno or 0).lower()}") from None
+    if stat.S_ISDIR(kind):
+        raise TunerError(f"space module {ref} is a directory; pass the path of a .py file in it")
+    if not stat.S_ISREG(kind):
+        raise TunerError(f"space module {ref} is not a regular file (a device, a pipe, ...); pass a .py file")
+    if path.suffix != ".py":
+        raise TunerError(
+            f"space module {ref} is not a Python module (its name does not end in .py); a space is a .py "
+            "file, or the name of one in search_spaces/"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise TunerError(f"space module {ref} cannot be read: {os.strerror(err.errno or 0).lower()}") from None
+    try:
+        text = importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as err:  # an encoding Python can't read it in
+        reason = err.msg if isinstance(err, SyntaxError) else str(err)
+        raise TunerError(f"space module {ref} is not Python source text ({reason}); pass a .py file") from None
+    if "\0" in text:
+        raise TunerError(f"space module {ref} is binary (it holds NUL bytes), not Python source; pass a .py file")
 
 
 def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
@@ -159,7 +196,7 @@ def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
     sent to workers, which may not have its folder."""
     module_name = f"_tuner_space_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None and spec.loader is not None  # a .py file (_check_source)
     module = importlib.util.module_from_spec(spec)
     folder = str(path.resolve().parent)
     before = set(sys.modules)

@@ -5,6 +5,7 @@ scheme=http`, as pyarrow.fs.FileSystem.from_uri and Ray read it): names are join
 before the query (join, split), so every file of an experiment is on the same store.
 """
 
+import errno
 import os
 import re
 import shutil
@@ -14,6 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
+
+from tuner.errors import TunerError
 
 META_FILE = "tuner.json"
 
@@ -58,7 +61,13 @@ def is_remote(path_or_uri: str) -> bool:
 
 
 def filesystem(path_or_uri: str) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(normalize(path_or_uri))
+    try:
+        return pafs.FileSystem.from_uri(normalize(path_or_uri))
+    except ValueError as error:  # pyarrow's ArrowInvalid: a scheme it has no filesystem for, a malformed URI
+        raise TunerError(
+            f"{path_or_uri} is neither a local path nor a URI of a filesystem pyarrow knows ({error}); "
+            "give a path, or a URI such as s3://bucket/path"
+        ) from None
 
 
 def exists(path_or_uri: str) -> bool:
@@ -98,23 +107,30 @@ LOW_SPACE_BYTES = 1024**2  # less than this left and the next checkpoint will no
 
 
 def write_problem(path_or_uri: str) -> str | None:
-    """Why nothing can be written under a local directory (full, read-only, not a directory) or an object
-    store (unreachable, credentials refused: store_problem), or None."""
+    """Why nothing can be written under a local directory (read-only, permission denied, not a directory,
+    full) or an object store (unreachable, credentials refused: store_problem), or None. A local reason is
+    the operating system's own (its errno's words): a read-only or pseudo filesystem reports no free space,
+    which says nothing of why a write fails."""
     if is_remote(path_or_uri):
         return store_problem(path_or_uri)
     path = Path(filesystem(path_or_uri)[1])
     existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
     if not existing.is_dir():
         return f"{existing} is not a directory"
-    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:
-        return "no space left on the device"
     probe = existing / f".tuner-write-probe-{uuid.uuid4().hex}"
     try:
         probe.write_bytes(b"probe")
         probe.unlink()
     except OSError as err:
-        return (err.strerror or str(err)).lower()
-    return None if os.access(existing, os.W_OK) else "permission denied"
+        return _reason(err)
+    if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:  # the probe fit; the next checkpoint would not
+        return os.strerror(errno.ENOSPC).lower()
+    return None
+
+
+def _reason(err: OSError) -> str:
+    """An OS error's reason as the OS words it (`read-only file system`), lower case to run on in a line."""
+    return (os.strerror(err.errno) if err.errno else str(err)).lower()
 
 
 # pyarrow's S3 errors end in the AWS SDK's own: `AWS Error <CODE> [(HTTP status <N>)] during <Operation>

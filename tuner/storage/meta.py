@@ -11,9 +11,12 @@ the record is written back.
 
 import dataclasses
 import json
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.errors import TunerError
 from tuner.settings import GROUPS, Budget, Objective, Resources, Tuning
 from tuner.settings.declaration import as_record, from_record
 from tuner.settings.run import RunOptions
@@ -62,6 +65,38 @@ class ExperimentMeta:
 _PLAIN = {f.name for f in dataclasses.fields(ExperimentMeta)} - set(GROUPS) - {"unknown"}
 
 
+class Damaged(TunerError):
+    """`tuner.json` cannot be read as what tuner wrote (cut short, edited, not JSON): `reason` says how.
+    The commands add what they can still do; nothing rewrites the file."""
+
+    def __init__(self, experiment_path: str, reason: str) -> None:
+        self.experiment_path, self.reason = experiment_path, reason
+        super().__init__(f"{filesystem.join(experiment_path, FILE)} is damaged ({reason})")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value is of the field's declared type (the annotations of ExperimentMeta)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and all(_fits(item, args[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+_HINTS = typing.get_type_hints(ExperimentMeta)
+
+
 def to_record(meta: ExperimentMeta) -> dict[str, Any]:
     record = {name: getattr(meta, name) for name in sorted(_PLAIN)}
     record.update({group: as_record(getattr(meta, group)) for group in GROUPS})
@@ -87,7 +122,32 @@ def write(experiment_path: str, meta: ExperimentMeta) -> None:
 
 
 def read(experiment_path: str) -> ExperimentMeta:
-    return from_json_record(json.loads(filesystem.read_bytes(filesystem.join(experiment_path, FILE))))
+    """The record; `Damaged` when it is not one tuner wrote (an OSError when it cannot be read at all)."""
+    data = filesystem.read_bytes(filesystem.join(experiment_path, FILE))
+    try:
+        record = json.loads(data)
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError both
+        raise Damaged(experiment_path, f"not JSON: {error}") from None
+    if not isinstance(record, dict):
+        raise Damaged(experiment_path, f"a JSON {type(record).__name__}, not an object")
+    if missing := [name for name in ("space", "params") if name not in record]:
+        raise Damaged(experiment_path, f"it has no {' or '.join(missing)}")
+    for name in sorted(_PLAIN & set(record)):
+        if not _fits(record[name], _HINTS[name]):
+            shown = json.dumps(record[name])
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise Damaged(experiment_path, f"{name} is {shown}, not {_type_name(_HINTS[name])}")
+    try:
+        return from_json_record(record)
+    except TunerError as error:  # a setting out of its declared range
+        raise Damaged(experiment_path, str(error)) from None
+    except TypeError:  # a group without a setting it cannot do without
+        raise Damaged(experiment_path, "its objective has no metric") from None
+
+
+def _type_name(hint: Any) -> str:
+    """`str`, `list[str]`, `float | None`: a field's type as the annotation writes it."""
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
 def update(experiment_path: str, **changes: Any) -> None:

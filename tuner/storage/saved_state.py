@@ -27,25 +27,34 @@ PICKLE_FILES = (
 )
 
 
-def _parses_to_the_end(data: bytes, pattern: str) -> bool:
+def _problem(data: bytes, pattern: str) -> str | None:
+    """None for a whole file; `cut short` for one that stops mid-structure (a write a full disk ended);
+    else what is wrong with it, as the parser says (edited, or from another version)."""
     try:
         if pattern in JSON_FILES:
             json.loads(data)
         else:
             for _ in pickletools.genops(data):
                 pass
-    except ValueError:  # json.JSONDecodeError is one; pickletools raises it for a pickle cut short
-        return False
-    return True
+    except json.JSONDecodeError as error:  # cut short: it ran out of text where more was expected
+        ended = error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated string")
+        return CUT_SHORT if ended else f"not JSON: {error}"
+    except ValueError as error:  # pickletools' words for a pickle that ends early, else for other bytes
+        ended = not data or any(words in str(error) for words in ("exhausted", "remain", "no newline found"))
+        return CUT_SHORT if ended else f"not a pickle: {error}"
+    return None
+
+
+CUT_SHORT = "cut short"
 
 
 def _names(experiment_path: str) -> list[str]:
     fs, path = filesystem.filesystem(experiment_path)
-    return [
-        entry.base_name
-        for entry in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-        if entry.type == pafs.FileType.File
-    ]
+    try:
+        entries = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except NotADirectoryError:  # a file given where an experiment directory was expected
+        return []
+    return [entry.base_name for entry in entries if entry.type == pafs.FileType.File]
 
 
 def newest_state(experiment_path: str) -> str | None:
@@ -53,12 +62,14 @@ def newest_state(experiment_path: str) -> str | None:
     return max(fnmatch.filter(_names(experiment_path), EXPERIMENT_STATE), default=None)
 
 
-def cut_short(experiment_path: str) -> str | None:
-    """The name of the first state file Ray would resume from that is not whole, or None."""
+def damaged(experiment_path: str) -> tuple[str, str] | None:
+    """The first state file Ray would resume from that is not whole, and what is wrong with it
+    (`cut short`, or the parser's words), or None."""
     names = _names(experiment_path)
     for pattern in JSON_FILES + PICKLE_FILES:
         if matching := fnmatch.filter(names, pattern):
             name = max(matching)
-            if not _parses_to_the_end(filesystem.read_bytes(filesystem.join(experiment_path, name)), pattern):
-                return name
+            problem = _problem(filesystem.read_bytes(filesystem.join(experiment_path, name)), pattern)
+            if problem is not None:
+                return name, problem
     return None
