@@ -493,4 +493,5 @@ def test_report_reads_the_trial_directories_when_rays_state_is_cut_short(finishe
     # The report files hold what the run's whole state said: kept, not rewritten from less.
     assert (pd.read_csv(experiment / "trials.csv")["status"] == "finished").all()
     assert len(pd.read_parquet(experiment / "history.parquet")) == 4
-    _read_from(experiment)
+    # What it shows came from the copy's trial directories, not the original's.
+    assert all(Path(trial_dir).parent == experiment for trial_dir in trials["trial_dir"]), trials["trial_dir"]
