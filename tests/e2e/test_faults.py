@@ -49,7 +49,9 @@ def wait_until(
 ) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert driver is None or driver.poll() is None, f"the run ended before {what}"
+        if driver is not None and driver.poll() is not None:
+            said = driver.stderr.read()[-3000:] if driver.stderr else ""
+            raise AssertionError(f"the run ended before {what} (exit {driver.returncode}): {said}")
         assert time.monotonic() < deadline, f"no {what} within {timeout} s"
         time.sleep(0.2)
 

@@ -278,8 +278,9 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     recorded, frames = _recorded_trials(experiment_path, meta, damage)
     if missing := _missing_trial_dirs(recorded):
         damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({_names(missing)})")
-    # A trial Ray saw report whose own files hold no row: its result.json was deleted or emptied.
-    reported = [trial for trial in recorded if getattr(trial, "last_result", None)]
+    # A finished trial Ray saw report whose own files hold no row: its result.json was deleted or emptied.
+    # Only finished ones: a trial running when its driver was killed may not have uploaded its rows yet.
+    reported = [trial for trial in recorded if getattr(trial, "last_result", None) and trial.status == "TERMINATED"]
     empty = [_dir_name(trial) for trial in reported if frames.get(trial.trial_id, pd.DataFrame()).empty]
     if lost := [name for name in empty if name not in missing]:
         damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")

@@ -40,12 +40,14 @@ def _problem(data: bytes, pattern: str) -> str | None:
         ended = error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated string")
         return CUT_SHORT if ended else f"not JSON: {error}"
     except ValueError as error:  # pickletools' words for a pickle that ends early, else for other bytes
-        ended = not data or any(words in str(error) for words in ("exhausted", "remain", "not enough data", "no newline found"))
+        ended = not data or any(words in str(error) for words in _ENDED_EARLY)
         return CUT_SHORT if ended else f"not a pickle: {error}"
     return None
 
 
 CUT_SHORT = "cut short"
+# pickletools' words for a pickle that stops mid-opcode or before its STOP
+_ENDED_EARLY = ("exhausted", "remain", "not enough data", "no newline found")
 
 
 def _names(experiment_path: str) -> list[str]:
