@@ -47,7 +47,6 @@ SPACE_FILES = {
         (["run", "cond_never.py"], "conditions: 'momentum' needs optimizer='sgdd', a value optimizer never takes"),
         (["run", "cond_cycle.py"], "conditions form a cycle: optimizer needs momentum needs optimizer"),
         (["run", "digits_conditional", "--scheduler", "pbt"], "pbt mutates each hyperparameter on its own"),
-        (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
         (["run", "--set", "lr"], "--set 'lr' is not key=value"),
         (
             ["run", "--set", "learning_rate=0.1"],
@@ -61,8 +60,6 @@ SPACE_FILES = {
             "argument --name: must be a plain name of letters, digits, '.', '_' and '-'",
         ),
         (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
-        (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),
-        (["run", "mnist_cnn", "--data-dir", "absent_dir"], "data dir"),
         (["run", "digits_mlp", "--space", "digits_cnn"], "either as an argument or with --space"),
         (["report", "not_an_experiment"], "is not a tuner experiment"),
         (["resume", "not_an_experiment"], "is not a tuner experiment"),
@@ -75,24 +72,12 @@ SPACE_FILES = {
             "argument --num-samples: must be an integer from 1 to 100000",
         ),
         (["run", "--time-budget", "abc"], "time budget 'abc' is not a duration; write e.g. 90s, 30m"),
-        (
-            ["run", "--stop", "accuracy>0.9"],
-            "stop condition's metric 'accuracy' is never reported; the loop reports train_loss, val_acc, val_loss",
-        ),
         (["run", "--metric", "val_acc,val_loss", "--mode", "max"], "metric names 2 objective(s) (val_acc, val_loss)"),
         (["run", "--mode", "max,best"], "argument --mode: must be 'min' or 'max', or a list of them"),
         (["run", "--constraints", "val_loss = 1"], "argument --constraints: constraint 'val_loss = 1' is not METRIC"),
         (
             ["run", "--metric", "val_acc,val_loss", "--mode", "max,min", "--search", "hyperopt"],
             "hyperopt optimizes one metric, and this space has 2 objectives; use --search optuna",
-        ),
-        (
-            ["run", "--metric", "val_acc,f1", "--mode", "max,max"],
-            "objective 'f1' is never reported; the loop reports train_loss, val_acc, val_loss",
-        ),
-        (
-            ["run", "--constraints", "f1>=0.5"],
-            "constraint 'f1>=0.5': metric 'f1' is never reported",
         ),
         (
             ["run", "--scheduler", "pb2"],
@@ -102,10 +87,6 @@ SPACE_FILES = {
         (
             ["run", "--scheduler", "pbt", "--set", "lr=0.1", "--set", "weight_decay=0", "--set", "batch_size=64"],
             "pbt has nothing to mutate",
-        ),
-        (
-            ["run", "--workers", "8", "--max-concurrent", "1"],  # a limit on trials at once skips no check
-            "a trial needs 8 workers x 1 CPU = 8 CPU, but the Ray cluster has 2",
         ),
         (["run", "--max-failures", "-3"], "argument --max-failures: must be an integer from 0 to 1000, not -3"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -139,7 +120,12 @@ SPACE_FILES = {
 )
 def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, own_ray, args, message):
     """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
-    an exception that escaped `main` would fail the test with its traceback."""
+    an exception that escaped `main` would fail the test with its traceback. No Ray is running, as for
+    `tuner run` (the --address rows would otherwise be told that one is)."""
+    _one_clear_line(tmp_path, monkeypatch, capsys, args, message)
+
+
+def _one_clear_line(tmp_path, monkeypatch, capsys, args, message) -> None:
     for name, text in SPACE_FILES.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "not_an_experiment").mkdir()
@@ -151,6 +137,7 @@ def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, own_ray, arg
     for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)
     before = set(tmp_path.iterdir())
+    capsys.readouterr()  # anything a running Ray printed before this row
     try:
         code = main(args)
     except SystemExit as exit_:  # argparse exits by itself on malformed options
@@ -181,3 +168,33 @@ def test_workers_beyond_the_cluster_fail_before_any_trial(tmp_path):
     )
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "results" / "too_big").exists()
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
+        (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),
+        (["run", "mnist_cnn", "--data-dir", "absent_dir"], "data dir"),
+        (
+            ["run", "--stop", "accuracy>0.9"],
+            "stop condition's metric 'accuracy' is never reported; the loop reports train_loss, val_acc, val_loss",
+        ),
+        (
+            ["run", "--metric", "val_acc,f1", "--mode", "max,max"],
+            "objective 'f1' is never reported; the loop reports train_loss, val_acc, val_loss",
+        ),
+        (
+            ["run", "--constraints", "f1>=0.5"],
+            "constraint 'f1>=0.5': metric 'f1' is never reported",
+        ),
+        (
+            ["run", "--workers", "8", "--max-concurrent", "1"],  # a limit on trials at once skips no check
+            "a trial needs 8 workers x 1 CPU = 8 CPU, but the Ray cluster has 2",
+        ),
+    ],
+)
+def test_bad_input_found_once_ray_runs_is_one_clear_line(tmp_path, monkeypatch, capsys, local_ray, args, message):
+    """What is found as Ray starts (the data load and the smoke step run meanwhile) or from the cluster
+    itself (its CPUs): on the shared local Ray, which each row would otherwise start and stop (~4 s)."""
+    _one_clear_line(tmp_path, monkeypatch, capsys, args, message)

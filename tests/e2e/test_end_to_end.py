@@ -1,4 +1,6 @@
-"""`python -m tuner run` as a user runs it: a subprocess, a real local Ray instance, real training."""
+"""`python -m tuner run` as a user runs it: a subprocess, a real local Ray instance, real training. Runs
+that are there only for what they record (and print) run in this process on one shared local Ray
+(`tuner_here`, `start_shared_ray`): ~6 s each against ~16 s for a process."""
 
 import itertools
 import json
@@ -17,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nbclient import NotebookClient
 
-from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner
+from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner, start_shared_ray
 from tuner.cli import main
 from tuner.ray_compat import PICKLED_BY_PATH
 from tuner.results import analysis
@@ -315,24 +317,30 @@ def test_quick_look_notebook_executes_on_the_experiment(grid_run, monkeypatch):
 
 @pytest.fixture(scope="module")
 def asha_run(workdir):
-    result = run_tuner(
-        "run",
-        "tiny_grid.py",
-        "--storage-path",
-        "results",
-        "--name",
-        "asha",
-        "--search",
-        "random",
-        "--scheduler",
-        "asha",
-        "--num-samples",
-        "4",
-        "--epochs",
-        "3",
-        cwd=workdir,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    """Only the compare notebook reads it: made in this process, on the shared local Ray."""
+    start_shared_ray()
+    with pytest.MonkeyPatch.context() as inside:
+        inside.chdir(workdir)
+        inside.delenv("TUNER_DATA_DIR", raising=False)
+        code = main(
+            [
+                "run",
+                "tiny_grid.py",
+                "--storage-path",
+                "results",
+                "--name",
+                "asha",
+                "--search",
+                "random",
+                "--scheduler",
+                "asha",
+                "--num-samples",
+                "4",
+                "--epochs",
+                "3",
+            ]
+        )
+    assert code == 0
     return workdir / "results" / "asha"
 
 
@@ -365,9 +373,9 @@ def test_tensorboard_event_files_are_written(grid_run):
     assert len(list(experiment.glob("*/events.out.tfevents.*"))) == 4  # one per trial, for `tensorboard --logdir`
 
 
-def test_report_of_an_experiment_where_every_trial_diverged(workdir):
+def test_report_of_an_experiment_where_every_trial_diverged(tuner_here, workdir):
     """No trial finished: the run says so, and the HTML report names each trial and why it stopped."""
-    result = run_tuner(
+    result = tuner_here(
         "run",
         "tiny_grid.py",
         "--storage-path",
@@ -487,7 +495,7 @@ param_space = {
 
 
 def test_warm_start_seeds_optuna_with_an_earlier_experiment_and_drops_what_no_longer_fits(
-    grid_run, workdir, monkeypatch, capsys
+    grid_run, workdir, monkeypatch, capsys, tuner_here
 ):
     _, earlier = grid_run
     (workdir / "tiny_warm.py").write_text(textwrap.dedent(WARM_SPACE))
@@ -510,7 +518,7 @@ def test_warm_start_seeds_optuna_with_an_earlier_experiment_and_drops_what_no_lo
         assert code == 2 and len(lines) == 1 and message in lines[0], lines
         assert set((workdir / "results").iterdir()) == before
 
-    result = run_tuner(
+    result = tuner_here(
         "run", "tiny_warm.py", "--search", "optuna", "--num-samples", "2", "--warm-start", str(earlier),
         "--storage-path", "results", "--name", "warm", cwd=workdir,
     )  # fmt: skip
@@ -527,7 +535,7 @@ def test_warm_start_seeds_optuna_with_an_earlier_experiment_and_drops_what_no_lo
     assert _tuner_modules_named(experiment) <= set(PICKLED_BY_PATH)  # the study in its storage names no tuner code
 
 
-def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_them(grid_run, workdir):
+def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_them(grid_run, workdir, tuner_here):
     """A copy of the finished grid, extended by 2 trials: grid runs as random draws of the same space,
     skipping the 4 configs run; report, list, the HTML report and resume see all 6."""
     _, grid = grid_run
@@ -536,7 +544,7 @@ def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_the
     experiment = storage / "grid"
     before = pd.read_csv(experiment / "trials.csv")
 
-    result = run_tuner("extend", str(experiment), "--num-samples", "2", cwd=workdir)
+    result = tuner_here("extend", str(experiment), "--num-samples", "2", cwd=workdir)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "extend: the grid has run whole; the new trials are random draws of the same space" in result.stdout
     trials = pd.read_csv(experiment / "trials.csv")
@@ -555,7 +563,7 @@ def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_the
     listed = run_tuner("list", str(storage), cwd=workdir)
     assert listed.returncode == 0 and "| finished | 6 finished |" in listed.stdout, listed.stdout
 
-    resumed = run_tuner("resume", str(experiment), cwd=workdir)
+    resumed = tuner_here("resume", str(experiment), cwd=workdir)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = pd.read_csv(experiment / "trials.csv")
     assert sorted(after["trial_id"]) == sorted(trials["trial_id"]) and (after["status"] == "finished").all()

@@ -1,4 +1,6 @@
-"""Each searcher and scheduler through `python -m tuner run`, on spaces small enough for 2 cores."""
+"""Each searcher and scheduler through `tuner run`, on spaces small enough for 2 cores: in this process
+on one shared local Ray (`tuner_here`), as the runs are there for what they record and print, not for
+the process; `tuner report` and `tuner list` on them run as processes."""
 
 import json
 import re
@@ -40,13 +42,13 @@ def decisions(workdir, name):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def run(workdir, *args):
-    trials, history, _ = run_with_output(workdir, *args)
+def run(here, workdir, *args):
+    trials, history, _ = run_with_output(here, workdir, *args)
     return trials, history
 
 
-def run_with_output(workdir, *args):
-    result = run_tuner("run", *args, "--storage-path", "results", cwd=workdir)
+def run_with_output(here, workdir, *args):
+    result = here("run", *args, "--storage-path", "results", cwd=workdir)
     assert result.returncode == 0, result.stderr[-3000:]
     name = args[args.index("--name") + 1]
     experiment = workdir / "results" / name
@@ -63,8 +65,9 @@ def ended_by(stdout: str, total: int) -> tuple[str, str]:
     return final, summary[0]
 
 
-def test_asha_stops_bad_configs_early(tmp_path):
+def test_asha_stops_bad_configs_early(tuner_here, tmp_path):
     trials, history = run(
+        tuner_here,
         tmp_path,
         space(tmp_path, "obvious"),
         "--search",
@@ -111,13 +114,13 @@ def test_asha_stops_bad_configs_early(tmp_path):
     assert (tmp_path / "results" / "asha" / "trials.csv").stat().st_mtime_ns == written  # nothing rewritten
 
 
-def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
+def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tuner_here, tmp_path):
     # 3 epochs: PBT perturbs after epochs 1 and 2 (interval epochs // 4, at least 1). lr is a range, not a
     # grid: Ray's PBT perturbs a list only to values of the list, but a range's value by * 0.8 or * 1.2, or
     # by a fresh draw, so an exploiting trial trains with an lr that no trial started with.
     path = space(tmp_path, "pbt_space", epochs=3, lr="tune.loguniform(1e-5, 3e-2)", num_samples=4)
     # Half a CPU each: all four trials run at once, so PBT compares them at the same epochs.
-    trials, history = run(tmp_path, path, "--scheduler", "pbt", "--name", "pbt", "--cpus-per-worker", "0.5")
+    trials, history = run(tuner_here, tmp_path, path, "--scheduler", "pbt", "--name", "pbt", "--cpus-per-worker", "0.5")
     assert len(trials) == 4
     restored = history[history["restored_from"].notna()]
     exploits = restored[restored["restored_from"] != restored["trial_id"]]  # the rest are pause/resume
@@ -153,11 +156,21 @@ def test_pbt_restores_from_a_donor_checkpoint_and_perturbs_its_config(tmp_path):
     assert trials["stopped_because"].isna().all()
 
 
-def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
+def test_optuna_with_median_stopping_and_a_time_budget(tuner_here, tmp_path):
     path = space(tmp_path, "long", epochs=10000, num_samples=50, lr="tune.loguniform(1e-5, 3e-2)")
     started = time.monotonic()
     trials, history, out = run_with_output(
-        tmp_path, path, "--search", "optuna", "--scheduler", "median", "--time-budget", "15s", "--name", "optuna_median"
+        tuner_here,
+        tmp_path,
+        path,
+        "--search",
+        "optuna",
+        "--scheduler",
+        "median",
+        "--time-budget",
+        "15s",
+        "--name",
+        "optuna_median",
     )
     assert time.monotonic() - started < 100  # 15 s of trials plus Ray's start-up and teardown
     assert 1 <= len(trials) < 50
@@ -182,9 +195,10 @@ def test_optuna_with_median_stopping_and_a_time_budget(tmp_path):
         assert trial["stopped_because"].startswith(expected), trial["stopped_because"]
 
 
-def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
+def test_hyperopt_with_hyperband_and_a_stop_condition(tuner_here, tmp_path):
     path = space(tmp_path, "stop", epochs=30, num_samples=8, lr="tune.loguniform(1e-2, 3e-2)")
     trials, history, out = run_with_output(
+        tuner_here,
         tmp_path,
         path,
         "--search",
@@ -211,9 +225,9 @@ def test_hyperopt_with_hyperband_and_a_stop_condition(tmp_path):
     assert f"best trial: {ranked.iloc[0]['trial_id']} " in out
 
 
-def test_bohb(tmp_path):
+def test_bohb(tuner_here, tmp_path):
     path = space(tmp_path, "bohb_space", epochs=3, num_samples=4, lr="tune.loguniform(1e-4, 3e-2)")
-    trials, history = run(tmp_path, path, "--search", "bohb", "--name", "bohb")
+    trials, history = run(tuner_here, tmp_path, path, "--search", "bohb", "--name", "bohb")
     assert len(trials) == 4 and trials["best_val_acc"].notna().all()
     # HyperBand pauses trials at rung boundaries; with only 4 samples some brackets never fill.
     assert set(trials["status"]) <= {"finished", "stopped early", "paused"}
@@ -222,9 +236,9 @@ def test_bohb(tmp_path):
         assert row["value"] <= row["cutoff"] if row["decision"] == "stop" else row["value"] >= row["cutoff"]
 
 
-def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
+def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tuner_here, tmp_path):
     path = space(tmp_path, "finite", epochs=1, num_samples=1, lr="tune.grid_search([1e-3, 1e-2, 3e-2])")  # no rungs
-    result = run_tuner("run", path, "--search", "auto", "--name", "auto", "--storage-path", "results", cwd=tmp_path)
+    result = tuner_here("run", path, "--search", "auto", "--name", "auto", "--storage-path", "results", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         "tuner: search auto: every one of the space's 6 configs once, in random order (a finite space of <= 16 configs)"
@@ -235,11 +249,12 @@ def test_search_auto_runs_a_small_finite_space_whole_and_says_so(tmp_path):
     )
 
 
-def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
+def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tuner_here, tmp_path):
     """Multi-objective TPE, ASHA by Pareto front, a constraint: lr=1e-5 trials are worse in both val_acc and
     val_loss and break val_loss <= 1.5 (they stay near ln 10 = 2.3), so they rank last and may be stopped."""
     path = space(tmp_path, "two", epochs=3, num_samples=6, lr="tune.choice([1e-5, 3e-2])")
     trials, history, out = run_with_output(
+        tuner_here,
         tmp_path,
         path,
         "--search",
@@ -297,11 +312,12 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tmp_path):
     assert page.index("<h3>for val_acc (max)</h3>") < page.index("<h3>for val_loss (min)</h3>")
 
 
-def test_a_conditional_space_gives_each_trial_only_its_active_keys(tmp_path):
+def test_a_conditional_space_gives_each_trial_only_its_active_keys(tuner_here, tmp_path):
     """The shipped example (its model reads width_2/width_3 and its optimizer momentum or beta2 only
     when active: an inactive key in a config would be read by nothing, a missing active one a KeyError)
     with adam pinned, so momentum is active in no trial."""
     trials, _, out = run_with_output(
+        tuner_here,
         tmp_path,
         "digits_conditional",
         *("--search", "random", "--num-samples", "4", "--epochs", "1", "--set", "optimizer=adam"),

@@ -5,6 +5,7 @@ import signal
 import textwrap
 
 import pytest
+import ray
 
 from tests.conftest import TINY_GRID, run_tuner
 from tests.e2e.test_faults import epochs_checkpointed, finish, kill_group, start, wait_until
@@ -41,13 +42,16 @@ def _rows(tmp_path) -> dict[str, list[str]]:
     return {cells[0]: cells[1:] for cells in ([cell.strip() for cell in line.split("|")[1:-1]] for line in lines[2:])}
 
 
-def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(tmp_path):
+def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(tmp_path, tuner_here):
     (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
     (tmp_path / "broken.py").write_text(textwrap.dedent(BROKEN))
     (tmp_path / "long.py").write_text(textwrap.dedent(TINY_GRID).replace("epochs = 2", "epochs = 3000"))
-    assert run_tuner("run", "tiny.py", "--name", "done", "-q", cwd=tmp_path).returncode == 0
-    failed = run_tuner("run", "broken.py", "--name", "broken", "--no-smoke", "--max-failures", "0", "-q", cwd=tmp_path)
+    # The finished and the failed experiment are made in this process (on the shared local Ray); the
+    # interrupted one by a process, which Ctrl-C ends.
+    assert tuner_here("run", "tiny.py", "--name", "done", "-q", cwd=tmp_path).returncode == 0
+    failed = tuner_here("run", "broken.py", "--name", "broken", "--no-smoke", "--max-failures", "0", "-q", cwd=tmp_path)
     assert failed.returncode == 1, failed.stderr[-3000:]
+    ray.shutdown()  # the process below starts its own, on the same two cores
 
     driver = start(tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q")
     try:
