@@ -14,6 +14,7 @@ from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
+from tuner.execution.phases import Phases
 from tuner.results import earlier as earlier_trials
 from tuner.results import report
 from tuner.results.status import UNFINISHED
@@ -42,6 +43,8 @@ class Outcome:
 
 def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     """Run an experiment: every check that can be made before Ray starts, then its trials on Ray Tune."""
+    phases = Phases(options.verbose >= 2)
+    phases.mark("imports")
     storage_path = filesystem.normalize(options.storage_path)
     name = options.name or filesystem.default_experiment_name(spec.name)
     experiment_path = _new_experiment_path(storage_path, name)
@@ -57,10 +60,13 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir), tune_run.interruptible(experiment_path):
         prepared = preparation.while_ray_starts(lambda: preparation.load_and_smoke(spec, options.seed, options.smoke))
+        phases.mark("checks and search plan")
         with connect(
             options.cluster, state_api=not spec.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
         ):
+            phases.mark("ray start")
             ready = prepared()
+            phases.mark("data and smoke step (beyond ray start)")
             gpus = tune_run.gpu_plan(spec.resources, ready.measured, ready.unmeasured)
             # The resolved number, checked again as a spec (dp, fractional GPUs over several workers).
             resolved = dataclasses.replace(spec.resources, gpus_per_worker=gpus.gpus_per_worker)
@@ -73,8 +79,12 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
             meta_file.write(experiment_path, meta)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)
+            phases.mark("trial setup")
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
+            phases.mark("trials")
+        phases.mark("ray shutdown")
         trials = report.write(experiment_path)
+        phases.mark("report")
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, spec.objective.metric, meta.params, ended, unread)
 
@@ -83,6 +93,8 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     """Continue an interrupted experiment: unfinished and errored trials go on from their latest
     checkpoints; finished trials are kept as they are and not run again. Of `options`, the cluster, the
     output and `data_dir` (if the data moved since the run) apply; the rest is the experiment's own."""
+    phases = Phases(options.verbose >= 2)
+    phases.mark("imports")
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "resume")
     spec = _spec_of(meta, experiment_path)
@@ -90,17 +102,24 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
+        phases.mark("checks")
         with connect(
             options.cluster, state_api=not meta.resources.in_process, ray_logs=ray_logs, verbose=options.verbose
         ):
+            phases.mark("ray start")
             ready = loaded()
+            phases.mark("data (beyond ray start)")
             tune_run.pickle_by_value(spec.local_modules)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.restored_tuner(experiment_path, setup)
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
             meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None, stopped_by=None))
+            phases.mark("trial setup")
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
+            phases.mark("trials")
+        phases.mark("ray shutdown")
         trials = report.write(experiment_path)
+        phases.mark("report")
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
 

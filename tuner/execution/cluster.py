@@ -187,6 +187,7 @@ def _init(cluster: Cluster, state_api: bool, job_variables: dict[str, str]) -> A
 def _shutdown() -> None:
     """ray.shutdown() that a further Ctrl-C cannot cut short: half shut down, Ray's core worker sees its
     raylet gone and exits the process with code 1, skipping tuner's own exit message and code."""
+    private.stop_local_monitor()
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread: signals cannot reach us here anyway

@@ -119,3 +119,20 @@ def resolved_address(address: str) -> str | None:
         return canonicalize_bootstrap_address(address)
     except Exception:  # Ray's own ConnectionError/ValueError: ray.init says it better
         return None
+
+
+def stop_local_monitor() -> None:
+    """Ends the autoscaler monitor of the local instance this process started, before ray.shutdown().
+    Ray 2.60's shutdown stops its processes one by one with SIGTERM, the GCS before the monitor; the
+    monitor's SIGTERM handler then tries to tell the (gone) GCS that it died, and is killed after
+    waiting out Ray's 1 s grace period: 1 s of every run's shutdown. Killed first, it has nothing to
+    tell and no one to tell it to. Can go when ray.shutdown() no longer waits on the monitor (a run's
+    shutdown then takes as long with and without this)."""
+    from ray._private import ray_constants, worker
+
+    node = worker._global_node
+    if node is None or not node.is_head():  # an existing cluster's monitor is not this process's
+        return
+    for info in node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []):
+        info.process.kill()
+        info.process.wait()
