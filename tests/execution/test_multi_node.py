@@ -167,7 +167,7 @@ def _run_and_remove_a_node(
         while driver.poll() is None and time.monotonic() < deadline:
             seen.update(_running(cluster, title))
             time.sleep(0.2)
-        code, _, err = finish(driver, timeout=60)
+        code, _, err = finish(driver, timeout=180)
     finally:
         if driver.poll() is None:
             kill_group(driver)

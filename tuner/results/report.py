@@ -278,10 +278,15 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     recorded, frames = _recorded_trials(experiment_path, meta, damage)
     if missing := _missing_trial_dirs(recorded):
         damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({_names(missing)})")
-    # A finished trial Ray saw report whose own files hold no row: its result.json was deleted or emptied.
-    # Only finished ones: a trial running when its driver was killed may not have uploaded its rows yet.
+    # A finished trial Ray saw report whose result.json is gone (deleted). Not one whose file is there but
+    # holds no row yet: a trial a stop condition ended at its first result, or one running when its
+    # driver was killed, may not have written or uploaded its rows.
     reported = [trial for trial in recorded if getattr(trial, "last_result", None) and trial.status == "TERMINATED"]
-    empty = [_dir_name(trial) for trial in reported if frames.get(trial.trial_id, pd.DataFrame()).empty]
+    empty = [
+        _dir_name(trial)
+        for trial in reported
+        if frames.get(trial.trial_id, pd.DataFrame()).empty and not _has_result_file(trial)
+    ]
     if lost := [name for name in empty if name not in missing]:
         damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")
     metrics = metric_names(list(frames.values()))
@@ -331,6 +336,11 @@ def _missing_trial_dirs(recorded: list[Any]) -> list[str]:
         if getattr(trial, "last_result", None) and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
             missing.append(_dir_name(trial))
     return missing
+
+
+def _has_result_file(trial: Any) -> bool:
+    fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path
+    return bool(fs.get_file_info(f"{path}/result.json").type == pyarrow.fs.FileType.File)
 
 
 def _dir_name(trial: Any) -> str:
