@@ -24,20 +24,11 @@ import pytest
 from ray.cluster_utils import Cluster
 
 from tests.conftest import run_tuner, tuner_process
-from tests.e2e.test_faults import epochs_checkpointed, finish, kill_group, wait_until
+from tests.e2e.test_faults import SPACE, epochs_checkpointed, finish, kill_group, wait_until
 
 pytestmark = pytest.mark.slow
 
 CPUS_PER_NODE = 2
-SPACE = """
-from ray import tune
-model = "mlp"
-dataset = "digits"
-metric = "val_acc"
-mode = "max"
-epochs = {epochs}
-param_space = {{"lr": {lr}, "hidden": 16, "batch_size": 64}}
-"""
 # A user's token for other clusters, and no RAY_AUTH_MODE: what made tuner turn token mode on.
 AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
 CLIENT_ENV = {"RAY_AUTH_TOKEN": "a" * 32, "RAY_ADDRESS": ""}

@@ -8,7 +8,6 @@ tuner/execution/tune_run.py), is fresh: a run killed before it could record its 
 RUNNING_WINDOW_S, then as interrupted.
 """
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -117,11 +116,11 @@ def row(path: str) -> dict[str, Any]:
     except TunerError as error:
         problem = str(error)
     except OSError as error:  # e.g. a file without read permission
-        problem = f"cannot be read: {(os.strerror(error.errno) if error.errno else str(error)).lower()}"
+        problem = f"cannot be read: {filesystem.os_reason(error)}"
     fs, inner = filesystem.filesystem(path)
     changed = _mtime(fs.get_file_info(f"{inner}/{filesystem.META_FILE}"))
     return {
-        "experiment": path.rstrip("/").rsplit("/", 1)[-1],
+        "experiment": filesystem.base_name(path),
         "space": "",
         "status": "damaged",
         "trials": problem,

@@ -122,13 +122,13 @@ def write_problem(path_or_uri: str) -> str | None:
         probe.write_bytes(b"probe")
         probe.unlink()
     except OSError as err:
-        return _reason(err)
+        return os_reason(err)
     if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:  # the probe fit; the next checkpoint would not
         return os.strerror(errno.ENOSPC).lower()
     return None
 
 
-def _reason(err: OSError) -> str:
+def os_reason(err: OSError) -> str:
     """An OS error's reason as the OS words it (`read-only file system`), lower case to run on in a line."""
     return (os.strerror(err.errno) if err.errno else str(err)).lower()
 
