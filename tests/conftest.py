@@ -138,6 +138,17 @@ def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: f
         driver.wait(timeout=30)
 
 
+def epochs_checkpointed(experiment: Path) -> int:
+    """Epochs all trials have checkpointed so far, by checkpoint index (tuner's retention keeps only a few
+    on disk). Each epoch writes checkpoint_<index> straight to storage, where result rows only arrive
+    with Ray's next state snapshot (every 10 s or more)."""
+    return sum(
+        1 + max(int(c.name.split("_")[1]) for c in trial.glob("checkpoint_*"))
+        for trial in experiment.glob("*/")
+        if any(trial.glob("checkpoint_*"))
+    )
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

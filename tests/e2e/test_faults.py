@@ -21,7 +21,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.conftest import run_tuner, tuner_process
+from tests.conftest import epochs_checkpointed, run_tuner, tuner_process
 from tests.e2e.test_user_code import run_here
 from tuner.command import tuner_command
 from tuner.spec import space as spaces
@@ -68,16 +68,6 @@ def rows(experiment: Path) -> dict[str, list[dict]]:
             except ValueError:
                 continue
     return recorded
-
-
-def epochs_checkpointed(experiment: Path) -> int:
-    """Epochs all trials have checkpointed so far. Each epoch writes checkpoint_<index> straight to
-    storage, where result rows only arrive with Ray's next state snapshot (every 10 s or more)."""
-    return sum(
-        1 + max(int(c.name.split("_")[1]) for c in trial.glob("checkpoint_*"))
-        for trial in experiment.glob("*/")
-        if any(trial.glob("checkpoint_*"))
-    )
 
 
 def start(workdir: Path, *args: str) -> subprocess.Popen:

@@ -24,7 +24,7 @@ import pytest
 from ray.cluster_utils import Cluster
 
 from tests.conftest import run_tuner, tuner_process
-from tests.e2e.test_faults import SPACE, epochs_checkpointed, finish, kill_group, wait_until
+from tests.e2e.test_faults import SPACE, finish, kill_group, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -116,10 +116,11 @@ def _rows(experiment: Path) -> dict[str, list[dict]]:
 
 
 def _run_and_remove_a_node(
-    cluster: Cluster, workdir: Path, name: str, title: str, args: list[str], epochs_before: int
+    cluster: Cluster, workdir: Path, name: str, title: str, args: list[str], trials: int, epochs_before: int
 ) -> tuple[str, dict[int, str], int, str]:
     """Starts `tuner run ... --address`, records on which node each process titled `title` runs, and removes
-    the node of the first trial process once `epochs_before` epochs are checkpointed. Returns the node
+    the node of the first trial process once each of the `trials` has checkpointed `epochs_before` epochs.
+    Returns the node
     removed, pid -> node of every such process seen, and the run's exit code and stderr."""
     _idle(cluster)
     experiment = workdir / "results" / name
@@ -143,8 +144,15 @@ def _run_and_remove_a_node(
     try:
 
         def progressed() -> bool:
+            # Every trial past `epochs_before`, so that the node removed is one a trial has reported from
+            # (the sum over trials once let a node go whose trial had not reported its first epoch).
             seen.update(_running(cluster, title))
-            return epochs_checkpointed(experiment) >= epochs_before and bool(seen)
+            done = [
+                1 + max(int(c.name.split("_")[1]) for c in checkpoints)
+                for trial in experiment.glob("*/")
+                if (checkpoints := list(trial.glob("checkpoint_*")))
+            ]
+            return len(done) == trials and min(done) >= epochs_before and bool(seen)
 
         try:
             wait_until(progressed, f"{epochs_before} epochs on the cluster", timeout=240, driver=driver)
@@ -187,7 +195,7 @@ def test_trials_spread_over_nodes_and_one_goes_on_after_its_node_is_removed(clus
         textwrap.dedent(SPACE.format(epochs=epochs, lr="tune.grid_search([0.01, 0.02])"))
     )
     args = ["run", "spread.py", "--cpus-per-worker", str(CPUS_PER_NODE)]
-    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "spread", "ray::ImplicitFunc", args, 3)
+    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "spread", "ray::ImplicitFunc", args, 2, 3)
     assert code == 0, err[-3000:]
     assert "never ran" not in err
     experiment = tmp_path / "results" / "spread"
@@ -215,7 +223,7 @@ def test_ddp_trial_goes_on_after_its_node_is_removed(cluster, tmp_path):
     epochs = 12
     (tmp_path / "ddp.py").write_text(textwrap.dedent(SPACE.format(epochs=epochs, lr="0.01")))
     args = ["run", "ddp.py", "--workers", "2"]
-    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "ddp", "RayTrainWorker", args, 2)
+    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "ddp", "RayTrainWorker", args, 1, 2)
     assert code == 0, err[-3000:]
     experiment = tmp_path / "results" / "ddp"
     history = _assert_complete(tmp_path, experiment, 1, epochs)

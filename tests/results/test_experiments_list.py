@@ -7,8 +7,8 @@ import textwrap
 import pytest
 import ray
 
-from tests.conftest import TINY_GRID, run_tuner
-from tests.e2e.test_faults import epochs_checkpointed, finish, kill_group, start, wait_until
+from tests.conftest import TINY_GRID, epochs_checkpointed, run_tuner
+from tests.e2e.test_faults import finish, kill_group, start, wait_until
 
 pytestmark = pytest.mark.slow
 
