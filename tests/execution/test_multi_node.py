@@ -36,17 +36,28 @@ AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY
 CLIENT_ENV = {"RAY_AUTH_TOKEN": "a" * 32, "RAY_ADDRESS": ""}
 
 
-def _worker_node(cluster: Cluster):
-    return cluster.add_node(num_cpus=CPUS_PER_NODE)
-
-
 @contextmanager
-def _started_cluster() -> Iterator[Cluster]:
-    # The nodes inherit this process's environment: no authentication, whatever the suite's shell has.
+def _no_authentication() -> Iterator[None]:
+    """Nodes inherit this process's environment, where a local Ray started by an earlier test may have left
+    RAY_AUTH_MODE=token: a worker node added with it refused the no-auth GCS's bundle requests ("Missing
+    authorization header"), and a trial waiting for that node waited for good."""
     saved = {
         key: os.environ.pop(key) for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ADDRESS") if key in os.environ
     }
     try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def _worker_node(cluster: Cluster):
+    with _no_authentication():
+        return cluster.add_node(num_cpus=CPUS_PER_NODE)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with _no_authentication():
         # The head's dashboard serves the State API Ray Train's cleaner asks whether a Train controller
         # died (tuner/execution/cluster.py, connect): without it a dead controller's bundles stay reserved.
         # A node killed outright is declared dead after GCS's missed health checks: 1.5 s here, not ~15 s.
@@ -58,31 +69,13 @@ def _started_cluster() -> Iterator[Cluster]:
                 "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
             },
         )
-        for _ in range(2):
-            _worker_node(started)
-        started.wait_for_nodes()
-    finally:
-        os.environ.update(saved)
+    for _ in range(2):
+        _worker_node(started)
+    started.wait_for_nodes()
     try:
         yield started
     finally:
         started.shutdown()
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with _started_cluster() as started:
-        yield started
-
-
-@pytest.fixture
-def cluster_of_its_own() -> Iterator[Cluster]:
-    """A cluster whose nodes are the first two. On the module's cluster, after an earlier test had removed
-    a node and added a new one, the DDP retry's worker group stayed pending for good (Ray 2.60's GCS
-    reported NO_RESOURCES while the live worker node showed 0 of 2 CPUs used; that node's raylet was
-    asked to prepare a bundle once in the whole run), which this test does not set out to check."""
-    with _started_cluster() as started:
-        yield started
 
 
 def _raylets(cluster: Cluster) -> dict[int, str]:
@@ -228,13 +221,13 @@ def _assert_complete(workdir: Path, experiment: Path, trials_expected: int, epoc
     return history
 
 
-def test_ddp_trial_goes_on_after_its_node_is_removed(cluster_of_its_own, tmp_path):
+def test_ddp_trial_goes_on_after_its_node_is_removed(cluster, tmp_path):
     """A 2-worker DDP trial fills one node; that node is removed after its 2nd epoch: Train's worker group
     is lost, Tune retries the trial, and a new worker group on the other node resumes from the checkpoint."""
     epochs = 12
     (tmp_path / "ddp.py").write_text(textwrap.dedent(SPACE.format(epochs=epochs, lr="0.01")))
     args = ["run", "ddp.py", "--workers", "2"]
-    removed, seen, code, err = _run_and_remove_a_node(cluster_of_its_own, tmp_path, "ddp", "RayTrainWorker", args, 1, 2)
+    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "ddp", "RayTrainWorker", args, 1, 2)
     assert code == 0, err[-3000:]
     experiment = tmp_path / "results" / "ddp"
     history = _assert_complete(tmp_path, experiment, 1, epochs)
