@@ -149,6 +149,28 @@ def epochs_checkpointed(experiment: Path) -> int:
     )
 
 
+def saved_with_checkpoints(experiment: Path, epochs: int) -> Callable[[], bool]:
+    """A `run_killed_when` condition: `epochs` epochs checkpointed and an experiment state written a second
+    after that, so the state a resume reads points at checkpoints (one written just before would restart
+    the trials from scratch)."""
+    reached: list[float] = []
+
+    def ready() -> bool:
+        if not reached:
+            if epochs_checkpointed(experiment) < epochs:
+                return False
+            reached.append(time.time())
+        for state in experiment.glob("experiment_state-*.json"):
+            try:
+                if state.stat().st_mtime > reached[0] + 1:
+                    return True
+            except FileNotFoundError:  # replaced by a newer one as we looked
+                pass
+        return False
+
+    return ready
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tests.conftest import epochs_checkpointed, run_killed_when
+from tests.conftest import run_killed_when, saved_with_checkpoints
 from tuner import RunOptions, run
 from tuner.execution.preparation import parts_of
 from tuner.results.report import RUN_COLUMNS, metric_names
@@ -217,8 +217,7 @@ def test_a_killed_driver_then_resume_on_an_own_loop_space_loses_no_epoch(tmp_pat
     (tmp_path / "long_loop.py").write_text(textwrap.dedent(RESUMABLE))
     experiment = tmp_path / "results" / "killed"
     run_killed_when(
-        # Epochs by checkpoint index, not checkpoints on disk: tuner's retention keeps only a few of them.
-        lambda: bool(list(experiment.glob("experiment_state-*.json"))) and epochs_checkpointed(experiment) >= 8,
+        saved_with_checkpoints(experiment, 8),
         "run",
         "long_loop.py",
         "--storage-path",

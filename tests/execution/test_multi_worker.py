@@ -11,7 +11,7 @@ import pytest
 import ray
 import torch
 
-from tests.conftest import epochs_checkpointed, run_killed_when, run_tuner
+from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints
 from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.spec import space as spaces
 
@@ -176,8 +176,7 @@ def test_a_killed_driver_with_two_worker_trials_then_resume_loses_and_repeats_no
     (tmp_path / "long_ddp.py").write_text(textwrap.dedent(RESUMABLE_DDP))
     experiment = tmp_path / "results" / "killed"
     run_killed_when(
-        # Epochs by checkpoint index: tuner's retention keeps only a few checkpoints on disk.
-        lambda: bool(list(experiment.glob("experiment_state-*.json"))) and epochs_checkpointed(experiment) >= 6,
+        saved_with_checkpoints(experiment, 6),
         "run",
         "long_ddp.py",
         "--storage-path",

@@ -9,7 +9,7 @@ resumed trial nothing to restore (the Train run resumed only by its own name, wh
 keeps). Here:
 
 - a Train callback (`ForwardToTune`, in the Train controller) puts each report, rank 0's metrics and
-  the persisted checkpoint, on a Ray queue;
+  the persisted checkpoint, in the trial's `Mailbox` (an actor);
 - the Tune trial (`TrainRun`) takes it and calls `tune.report` with a copy of the checkpoint from its
   own thread, then answers "go on", or "stop" when Tune stopped or paused the trial;
 - every rank waits for that answer after each report (`tune_lets_training_go_on`), as an in-process
@@ -20,7 +20,7 @@ keeps). Here:
 When a Ray release makes TuneReportCallback register Tune checkpoints, this file can go.
 """
 
-import queue
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +28,8 @@ from typing import Any
 import ray.train
 import torch.distributed as dist
 from ray import tune
+from ray.actor import ActorHandle
 from ray.train.v2.api.callback import UserCallback
-from ray.util.queue import Empty, Queue
 
 _POLL_S = 0.2
 _GO_ON, _STOP = "go on", "stop"
@@ -44,33 +44,63 @@ class TrialStopped(BaseException):
     in tune.report is, so that a loop's `except Exception` does not swallow it."""
 
 
+@ray.remote(num_cpus=0)
+class Mailbox:
+    """One trial's reports (Train to Tune) and answers (Tune to the workers), each a queue of one. Not
+    Ray's own Queue: that is an actor per queue, and each actor is one more process to start with every
+    multi-worker trial."""
+
+    def __init__(self) -> None:
+        self._reports: asyncio.Queue[tuple[dict[str, Any], ray.train.Checkpoint | None]] = asyncio.Queue(maxsize=1)
+        self._answers: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+
+    async def put_report(self, report: tuple[dict[str, Any], ray.train.Checkpoint | None]) -> None:
+        await self._reports.put(report)
+
+    async def next_report(self, timeout_s: float) -> tuple[dict[str, Any], ray.train.Checkpoint | None] | None:
+        """The next report, or None if none came within `timeout_s`."""
+        try:
+            return await asyncio.wait_for(self._reports.get(), timeout_s)
+        except TimeoutError:
+            return None
+
+    async def has_reports(self) -> bool:
+        return not self._reports.empty()
+
+    async def put_answer(self, answer: str) -> None:
+        await self._answers.put(answer)
+
+    async def next_answer(self) -> str:
+        return await self._answers.get()
+
+
 class ForwardToTune(UserCallback):
     """Runs in the Train controller: each report goes to the Tune trial."""
 
-    def __init__(self, reports: Queue):
-        self.reports = reports
+    def __init__(self, mailbox: ActorHandle):
+        self.mailbox = mailbox
 
     def after_report(
         self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: ray.train.Checkpoint | None
     ) -> None:
-        self.reports.put((metrics[0], checkpoint))
+        ray.get(self.mailbox.put_report.remote((metrics[0], checkpoint)))
 
 
-def tune_lets_training_go_on(answers: Queue) -> bool:
+def tune_lets_training_go_on(mailbox: ActorHandle) -> bool:
     """Called by every rank right after its `ray.train.report`: rank 0 waits for the trial's answer to
     that report and passes it to the others."""
-    answer = [answers.get() if dist.get_rank() == 0 else None]
+    answer = [ray.get(mailbox.next_answer.remote()) if dist.get_rank() == 0 else None]
     dist.broadcast_object_list(answer, src=0)
     return answer[0] == _GO_ON
 
 
 class TrainRun:
-    """The trial's side: runs `trainer.fit()` (built with `ForwardToTune(reports)`, its workers answered
-    through `answers`), then `after_fit`, in a thread, and reports each of the run's results to Tune
-    from the trial's own thread, which is where `tune.report` must be called."""
+    """The trial's side: runs `trainer.fit()` (built with `ForwardToTune(mailbox)`, its workers answered
+    through the same mailbox), then `after_fit`, in a thread, and reports each of the run's results to
+    Tune from the trial's own thread, which is where `tune.report` must be called."""
 
-    def __init__(self, trainer: Any, reports: Queue, answers: Queue, after_fit: Callable[[], None]):
-        self.trainer, self.reports, self.answers, self.after_fit = trainer, reports, answers, after_fit
+    def __init__(self, trainer: Any, mailbox: ActorHandle, after_fit: Callable[[], None]):
+        self.trainer, self.mailbox, self.after_fit = trainer, mailbox, after_fit
         self.stopping = threading.Event()  # set when Tune stops the trial's actor
         self._failure: list[BaseException] = []
         self._fit = threading.Thread(target=self._fit_trainer, name="tuner-train-fit", daemon=True)
@@ -87,11 +117,11 @@ class TrainRun:
         self._fit.start()
         answered = True
         try:
-            while self._fit.is_alive() or not self.reports.empty():
-                try:
-                    metrics, checkpoint = self.reports.get(timeout=_POLL_S)
-                except (Empty, queue.Empty):
+            while self._fit.is_alive() or ray.get(self.mailbox.has_reports.remote()):
+                report = ray.get(self.mailbox.next_report.remote(_POLL_S))
+                if report is None:
                     continue
+                metrics, checkpoint = report
                 answered = False
                 if self.stopping.is_set():  # Tune has let go of this trial: nothing to report to
                     break
@@ -100,11 +130,11 @@ class TrainRun:
                 else:
                     with checkpoint.as_directory() as directory:
                         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
-                self.answers.put(_GO_ON)
+                ray.get(self.mailbox.put_answer.remote(_GO_ON))
                 answered = True
         finally:
             if not answered:  # tune.report raised SystemExit: Tune stopped or paused the trial
-                self.answers.put(_STOP)
+                ray.get(self.mailbox.put_answer.remote(_STOP))
         if self._failure:
             raise self._failure[0]
 

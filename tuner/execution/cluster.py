@@ -135,6 +135,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
         with (
             env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
             env.local_instance_log_level(ray_logs),
+            env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
             logs.quiet_token_notice(cluster.target == "local" and quiet),
             logs.quiet_client_notice(quiet),
         ):

@@ -15,11 +15,10 @@ import ray.train
 import ray.train.torch
 import torch
 from ray import tune
-from ray.util.queue import Queue
 
 from tuner.data.splits import Splits
 from tuner.execution import packing
-from tuner.execution.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
+from tuner.execution.checkpoint_bridge import ForwardToTune, Mailbox, TrainRun, TrialStopped, tune_lets_training_go_on
 from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
@@ -145,7 +144,7 @@ def train_worker(loop_config: dict[str, Any]) -> None:
         ray.train.report(
             metrics, checkpoint=ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
         )
-        if not tune_lets_training_go_on(loop_config["answers"]):
+        if not tune_lets_training_go_on(loop_config["mailbox"]):
             raise TrialStopped
 
     try:
@@ -171,15 +170,15 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     # checkpoints on their way to Tune, and it is deleted afterwards.
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
     staging = filesystem.join(setup.experiment_path, STAGING_DIR)
-    reports, answers = Queue(maxsize=1, actor_options={"num_cpus": 0}), Queue(maxsize=1, actor_options={"num_cpus": 0})
-    trainer = ray.train.torch.TorchTrainer(
+    mailbox = Mailbox.remote()  # type: ignore[attr-defined]
+    trainer = private.torch_trainer_without_datasets()(
         train_worker,
         train_loop_config={
             "config": config,
             "setup": setup,
             "trial_id": trial_id,
             "checkpoint": tune.get_checkpoint(),
-            "answers": answers,
+            "mailbox": mailbox,
         },
         scaling_config=ray.train.ScalingConfig(
             num_workers=setup.resources.workers,
@@ -190,14 +189,14 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
             name=run_name,
             storage_path=staging,
             # Train V2 takes its own UserCallback here; the annotation still names Tune's Callback.
-            callbacks=[ForwardToTune(reports)],  # type: ignore[list-item]
+            callbacks=[ForwardToTune(mailbox)],  # type: ignore[list-item]
             # Safe: the workers wait after each report until Tune has its copy of the checkpoint.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
             logging_config=ray.train.LoggingConfig(log_level=setup.ray_logs),  # type: ignore[call-arg]
         ),
     )
     run = _train_runs[trial_id] = TrainRun(
-        trainer, reports, answers, after_fit=lambda: _delete_staging(filesystem.join(staging, run_name))
+        trainer, mailbox, after_fit=lambda: _delete_staging(filesystem.join(staging, run_name))
     )
     with env.fast_train_polls():
         run.run()

@@ -63,6 +63,18 @@ def cluster_job_variables(verbose: int, level: str) -> dict[str, str]:
     return variables
 
 
+# Ray Train's preemption watcher is an actor per Train run (one more process at each multi-worker trial's
+# start) that polls Ray Core for nodes being drained, as a cloud cluster drains a preempted spot node. A
+# local instance tuner starts on this machine never drains a node. Set for the instance's processes, so
+# the trial's actor passes it on to Train's controller (Train propagates the variable); a cluster's
+# runs keep the watcher.
+PREEMPTION_WATCHER_VARIABLE = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+
+
+def no_preemption_watcher() -> AbstractContextManager[None]:
+    return variable(PREEMPTION_WATCHER_VARIABLE, "0", user_wins=True)
+
+
 def local_instance_log_level(level: str) -> AbstractContextManager[None]:
     """The level of the Ray loggers in the processes of a local instance that starts inside the block:
     its raylet starts them with this process's environment (a cluster's own nodes keep their level)."""

@@ -49,6 +49,22 @@ def function_trainable_class(trainable: Callable[..., Any], name: str) -> type:
     return wrap_function(trainable, name=name)
 
 
+def torch_trainer_without_datasets() -> type:
+    """TorchTrainer without Ray Train's DatasetsCallback, which starts a DatasetManager actor (one more
+    process per multi-worker trial, ~1 s of a start-up on two cores) even when the trainer has no Ray
+    Datasets, as tuner's never has: its loops read their data themselves. `_create_default_callbacks`
+    is private; this can go when Train starts that actor only for a trainer given datasets."""
+    from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+
+    class TorchTrainerWithoutDatasets(TorchTrainer):
+        def _create_default_callbacks(self) -> list[Any]:
+            defaults = super()._create_default_callbacks()  # type: ignore[misc]
+            return [c for c in defaults if not isinstance(c, DatasetsCallback)]
+
+    return TorchTrainerWithoutDatasets
+
+
 def first_variant(param_space: dict[str, Any], seed: int) -> dict[str, Any]:
     """The config Ray's grid generator gives first, its sampled values drawn with `seed`: what the smoke
     step runs before Ray starts. `ray.tune` exports no function for one variant; can go when it does."""
