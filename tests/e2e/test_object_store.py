@@ -46,9 +46,13 @@ def start(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
 
 
 def checkpoints(store: ObjectStore, experiment: str) -> int:
-    """Checkpoints all trials have written to the store so far (each epoch writes one)."""
-    parts = [name.split("/") for name in store.names(experiment)]
-    return sum(1 for part in parts if len(part) == 2 and part[1].startswith("checkpoint_"))
+    """Epochs all trials have checkpointed in the store so far, by checkpoint index (each epoch writes one,
+    and tuner's retention keeps only a few, so a count of those on the store can stand still)."""
+    latest: dict[str, int] = {}
+    for trial, _, rest in (name.partition("/") for name in store.names(experiment)):
+        if rest.startswith("checkpoint_") and "/" not in rest:
+            latest[trial] = max(latest.get(trial, -1), int(rest.removeprefix("checkpoint_")))
+    return sum(1 + index for index in latest.values())
 
 
 def has_state(store: ObjectStore, experiment: str) -> Callable[[], bool]:
