@@ -138,15 +138,20 @@ def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: f
         driver.wait(timeout=30)
 
 
-def epochs_checkpointed(experiment: Path) -> int:
-    """Epochs all trials have checkpointed so far, by checkpoint index (tuner's retention keeps only a few
-    on disk). Each epoch writes checkpoint_<index> straight to storage, where result rows only arrive
-    with Ray's next state snapshot (every 10 s or more)."""
-    return sum(
-        1 + max(int(c.name.split("_")[1]) for c in trial.glob("checkpoint_*"))
+def epochs_checkpointed_by_trial(experiment: Path) -> list[int]:
+    """Epochs each trial that has a checkpoint has checkpointed so far, by checkpoint index (tuner's
+    retention keeps only a few on disk). Each epoch writes checkpoint_<index> straight to storage, where
+    result rows only arrive with Ray's next state snapshot (every 10 s or more)."""
+    return [
+        1 + max(int(c.name.split("_")[1]) for c in checkpoints)
         for trial in experiment.glob("*/")
-        if any(trial.glob("checkpoint_*"))
-    )
+        if (checkpoints := list(trial.glob("checkpoint_*")))
+    ]
+
+
+def epochs_checkpointed(experiment: Path) -> int:
+    """Epochs all trials have checkpointed so far (see epochs_checkpointed_by_trial)."""
+    return sum(epochs_checkpointed_by_trial(experiment))
 
 
 def saved_with_checkpoints(experiment: Path, epochs: int) -> Callable[[], bool]:

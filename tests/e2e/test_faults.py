@@ -70,10 +70,17 @@ def rows(experiment: Path) -> dict[str, list[dict]]:
     return recorded
 
 
-def start(workdir: Path, *args: str) -> subprocess.Popen:
-    command, env = tuner_process(*args)
+def start(workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`python -m tuner *args` as a user starts it (in its own session, for kill_group), `env` added."""
+    command, full_env = tuner_process(*args, env=env)
     return subprocess.Popen(
-        command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=workdir,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 

@@ -6,16 +6,14 @@ Faults for real: the driver killed, the store stopped mid-run and started again,
 
 import io
 import json
-import subprocess
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import run_tuner, tuner_process
-from tests.e2e.test_faults import finish, kill_group, wait_until, write_space
+from tests.conftest import run_tuner
+from tests.e2e.test_faults import finish, kill_group, start, wait_until, write_space
 from tests.object_store import BUCKET, ObjectStore
 from tuner.command import tuner_command
 
@@ -30,19 +28,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
         yield server
     finally:
         server.stop()
-
-
-def start(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
-    command, full_env = tuner_process(*args, env=env)
-    return subprocess.Popen(
-        command,
-        cwd=workdir,
-        env=full_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def checkpoints(store: ObjectStore, experiment: str) -> int:
@@ -83,7 +68,7 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     inside = "results/stored"
 
     # No retries: a trial fails at its first write to the stopped store, the error comes ~20 s sooner.
-    driver = start(tmp_path, env, "run", path, "--storage-path", storage, "--name", "stored", "--max-failures", "0")
+    driver = start(tmp_path, "run", path, "--storage-path", storage, "--name", "stored", "--max-failures", "0", env=env)
     try:
         wait_until(
             lambda: checkpoints(store, inside) >= 3 and has_state(store, inside)(), "3 checkpoints", driver=driver
@@ -92,7 +77,7 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
         kill_group(driver)
 
     before = checkpoints(store, inside)
-    driver = start(tmp_path, env, "resume", experiment)
+    driver = start(tmp_path, "resume", experiment, env=env)
     try:
         wait_until(lambda: checkpoints(store, inside) > before, "progress after the kill", driver=driver)
         kept = result_rows(store, inside)

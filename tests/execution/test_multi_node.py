@@ -25,7 +25,7 @@ import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
-from tests.conftest import run_tuner, tuner_process
+from tests.conftest import epochs_checkpointed_by_trial, run_tuner, tuner_process
 from tests.e2e.test_faults import SPACE, finish, kill_group, wait_until
 
 pytestmark = pytest.mark.slow
@@ -149,8 +149,7 @@ def _run_and_remove_a_node(
 ) -> tuple[str, dict[int, str], int, str]:
     """Starts `tuner run ... --address`, records on which node each process titled `title` runs, and removes
     the node of the first trial process once each of the `trials` has checkpointed `epochs_before` epochs.
-    Returns the node
-    removed, pid -> node of every such process seen, and the run's exit code and stderr."""
+    Returns the node removed, pid -> node of every such process seen, and the run's exit code and stderr."""
     _idle(cluster)
     experiment = workdir / "results" / name
     command, env = tuner_process(
@@ -176,11 +175,7 @@ def _run_and_remove_a_node(
             # Every trial past `epochs_before`, so that the node removed is one a trial has reported from
             # (the sum over trials once let a node go whose trial had not reported its first epoch).
             seen.update(_running(cluster, title))
-            done = [
-                1 + max(int(c.name.split("_")[1]) for c in checkpoints)
-                for trial in experiment.glob("*/")
-                if (checkpoints := list(trial.glob("checkpoint_*")))
-            ]
+            done = epochs_checkpointed_by_trial(experiment)
             return len(done) == trials and min(done) >= epochs_before and bool(seen)
 
         try:
