@@ -58,6 +58,15 @@ def start_shared_ray() -> None:
         ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Where tuner records a kept Ray instance, the session's own: a run in a test never attaches to an
+    instance the developer kept (`tuner run --keep-ray`), and a test's kept instance is nobody else's."""
+    os.environ["TUNER_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("runtime"))
+    yield
+    os.environ.pop("TUNER_RUNTIME_DIR", None)
+
+
 @pytest.fixture
 def local_ray() -> None:
     start_shared_ray()

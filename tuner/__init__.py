@@ -21,8 +21,13 @@ Everything here is imported on first use, not with `import tuner`: the training 
 modules inside Ray's worker processes and must not pull Ray Tune in with them.
 """
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+# The environment as the user gave it, before Ray and torch add variables of their own: what the trials
+# of a kept Ray instance must see as those of a run's own instance would (tuner/execution/kept_ray.py).
+ENVIRONMENT_AT_IMPORT = dict(os.environ)
 
 __all__ = [
     "Budget",

@@ -242,6 +242,7 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_STORAGE_PATH,
         help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE_PATH})",
     )
+    commands.add_parser("down", help="stop the local Ray instance that `run --keep-ray` kept")
     for command in commands.choices.values():
         command.set_defaults(command_parser=command)
     return parser
@@ -583,15 +584,34 @@ def _trial_decisions(experiment: str, trials: Any, trial_id: str, table_format: 
 
 
 def _list(args: argparse.Namespace) -> int:
+    from tuner.execution import kept_ray
     from tuner.results import experiments
 
     rows = [experiments.row(path) for path in experiments.find(args.storage)]
     if not rows:
         print(f"no experiments under {args.storage}; run one with `{tuner_command()} run`")
-        return 0
-    import pandas as pd
+    else:
+        import pandas as pd
 
-    print(pd.DataFrame(rows).to_markdown(index=False))
+        print(pd.DataFrame(rows).to_markdown(index=False))
+    if (kept := kept_ray.find()) is not None:
+        print(f"ray: {kept.line().replace('tuner down', f'{tuner_command()} down')}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from tuner.execution import kept_ray
+
+    if (kept := kept_ray.find()) is not None and kept.drivers:
+        raise TunerError(
+            f"the Ray instance tuner keeps at {kept.address} has {kept.drivers} run(s) on it now; stop them "
+            f"first (Ctrl-C; `{tuner_command()} resume` goes on), or let it stop on its own once idle for {kept.keep}"
+        )
+    stopped = kept_ray.stop()
+    if stopped is None:
+        print("no Ray instance kept by tuner is up")
+    else:
+        print(f"stopped the Ray instance tuner kept at {stopped.address}")
     return 0
 
 
@@ -655,9 +675,15 @@ def _main(argv: Sequence[str] | None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # told by the command's own parser, so the hint names `tuner report --help`, not `tuner --help`
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    command = {"run": _run, "submit": _submit, "resume": _resume, "extend": _extend, "report": _report, "list": _list}[
-        args.command
-    ]
+    command = {
+        "run": _run,
+        "submit": _submit,
+        "resume": _resume,
+        "extend": _extend,
+        "report": _report,
+        "list": _list,
+        "down": _down,
+    }[args.command]
     try:
         with _log_to_console(quiet=getattr(args, "quiet", False)):
             return command(args)

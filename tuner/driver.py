@@ -78,7 +78,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
             meta = dataclasses.replace(_meta(spec, plan, options), gpus=gpus.record())
             meta_file.write(experiment_path, meta)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
-            tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent)
+            tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent, phases)
             phases.mark("trial setup")
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
             phases.mark("trials")

@@ -50,6 +50,7 @@ OTHER_VALUES = {
     "address": "127.0.0.1:6379",
     "dashboard": None,
     "dashboard_port": "8266",
+    "keep_ray": "5m",
 }
 
 

@@ -5,6 +5,7 @@ reached by its GCS address (`host:port`), Ray Client (`ray://host:port`) or `aut
 cannot be reached, or that refuses the client's token, fails in seconds, before Ray's own retries.
 """
 
+import contextlib
 import logging
 import os
 import signal
@@ -21,10 +22,12 @@ from urllib.parse import urlsplit
 import ray
 from ray.exceptions import AuthenticationError
 
-from tuner.command import ray_command
+from tuner.command import ray_command, tuner_command
 from tuner.errors import TunerError
+from tuner.execution import kept_ray
 from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
 from tuner.ray_compat import env, errors, logs, private
+from tuner.settings.budgets import parse_keep
 from tuner.settings.run import LOOPBACK, Cluster
 
 log = logging.getLogger(__name__)
@@ -100,6 +103,10 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     starts them with this process's environment, and on an existing cluster the job's runtime_env sets
     it (with the rest of env.cluster_job_variables(verbose)) in the processes this run starts.
 
+    A local run goes to the instance an earlier run kept (`--keep-ray`, tuner/execution/kept_ray.py)
+    where there is one for this folder, and starts it where asked to keep one: an existing cluster to
+    Ray, whose processes are given what this run's environment has otherwise in the job's runtime_env.
+
     `state_api`: multi-worker trials need Ray's State API, which the dashboard process serves: Ray
     Train's PlacementGroupCleaner asks it whether a Train controller died, and without an answer a
     killed controller's worker bundles stay reserved until Ray shuts down (the next trial then waits
@@ -109,45 +116,72 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     on that Ray, as they would in Ray Tune, and it stays up afterwards. Its processes keep their own
     log level; and without its dashboard a Train controller that dies mid-run (not a normal stop) keeps
     its worker group's resources until that Ray shuts down (see `state_api`)."""
+    if cluster.keep_ray is not None and cluster.target != "local":
+        raise TunerError(
+            f"--keep-ray keeps a local Ray instance, and this run is on the cluster at {cluster.target}, which "
+            "stays up on its own; leave one of them out"
+        )
     if ray.is_initialized():
-        if cluster.address is not None or cluster.dashboard:
+        if cluster.address is not None or cluster.dashboard or cluster.keep_ray is not None:
             given = f"the address {cluster.address}" if cluster.address is not None else "a dashboard"
+            given = "--keep-ray" if cluster.keep_ray is not None else given
             raise TunerError(
                 f"Ray is already running in this process, so {given} cannot apply; leave it out to run "
                 "the trials on that Ray, or call ray.shutdown() first"
             )
         yield
         return
-    token = auth_mode = None
-    if cluster.target != "local":
-        check_reachable(cluster.target)
-        auth_mode = mode_for(cluster.target)
-        token = send_token_if_available() if auth_mode != "disabled" else None
-        if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
-            raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(None)}")
-        if auth_mode != "disabled":
-            check_token_accepted(cluster.target, token)
-    quiet = ray_logs.upper() != "INFO"
-    try:
-        # The instance's processes take the level as they start; this process's environment is put back.
-        # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
-        # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
-        with (
-            env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
-            env.local_instance_log_level(ray_logs),
-            env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
-            logs.quiet_token_notice(cluster.target == "local" and quiet),
-            logs.quiet_client_notice(quiet),
-        ):
-            context = _init(cluster, state_api, env.cluster_job_variables(verbose, ray_logs))
-    except AuthenticationError:
-        raise TunerError(f"cannot connect to a Ray cluster at {cluster.target}: {refusal_hint(token)}") from None
-    except ConnectionError as err:
-        # Ray reports a refused token as a failed connection, after its own retries.
-        raise TunerError(
-            f"cannot connect to a Ray cluster at {cluster.target}: {err} (if the cluster uses token "
-            f"authentication, {refusal_hint(token)})"
-        ) from None
+    with contextlib.ExitStack() as attaching:
+        kept = None
+        if cluster.target == "local":
+            attaching.enter_context(kept_ray.locked())  # until connected: see kept_ray.locked
+            kept = _kept_instance(cluster, ray_logs)
+            if kept is None:
+                attaching.close()
+        target = kept.address if kept is not None else cluster.target
+        token = auth_mode = None
+        quiet = ray_logs.upper() != "INFO"
+        if target != "local":
+            check_reachable(target)
+            auth_mode = mode_for(target)
+            with logs.quiet_token_notice(kept is not None and quiet):  # tuner's own instance, as a local one
+                token = send_token_if_available() if auth_mode != "disabled" else None
+            if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
+                raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(None)}")
+            if auth_mode != "disabled":
+                check_token_accepted(target, token)
+        try:
+            # The instance's processes take the level as they start; this process's environment is put back.
+            # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
+            # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
+            with (
+                env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
+                env.local_instance_log_level(ray_logs),
+                env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
+                logs.quiet_token_notice(cluster.target == "local" and quiet),
+                logs.quiet_client_notice(quiet),
+            ):
+                if kept is not None:
+                    job_variables: dict[str, str] | None = kept_ray.environment_changes(kept)
+                    if job_variables:
+                        log.info(
+                            "tuner: this run's environment differs from the kept instance's in %s: its trials "
+                            "start processes of their own (a few seconds each) to see it",
+                            ", ".join(sorted(job_variables)),
+                        )
+                elif target != "local":
+                    job_variables = env.cluster_job_variables(verbose, ray_logs)
+                else:
+                    job_variables = None  # a local instance's processes inherit this process's environment
+                context = _init(target, cluster.dashboard or state_api, cluster, job_variables)
+        except AuthenticationError:
+            raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
+        except ConnectionError as err:
+            # Ray reports a refused token as a failed connection, after its own retries.
+            raise TunerError(
+                f"cannot connect to a Ray cluster at {target}: {err} (if the cluster uses token "
+                f"authentication, {refusal_hint(token)})"
+            ) from None
     with logs.quiet_worker_lines(quiet):
         try:
             if context.dashboard_url:
@@ -157,14 +191,13 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             _shutdown()
 
 
-def _init(cluster: Cluster, state_api: bool, job_variables: dict[str, str]) -> Any:
-    # A local instance's processes inherit this process's environment (see `connect`).
-    runtime_env = {"env_vars": job_variables} if cluster.target != "local" else None
+def _init(target: str, dashboard: bool, cluster: Cluster, job_variables: dict[str, str] | None) -> Any:
+    runtime_env = {"env_vars": job_variables} if job_variables else None
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
         try:
             return ray.init(
-                address=cluster.target,
-                include_dashboard=cluster.dashboard or state_api,
+                address=target,
+                include_dashboard=dashboard,
                 dashboard_host=LOOPBACK,
                 # Asked for: the user's port; started only for the State API: any free one.
                 dashboard_port=cluster.dashboard_port if cluster.dashboard else None,
@@ -177,12 +210,41 @@ def _init(cluster: Cluster, state_api: bool, job_variables: dict[str, str]) -> A
                 raise
             log.warning(
                 "the head at %s failed to start a Ray Client server for this run; connecting again (%d of %d)",
-                cluster.target,
+                target,
                 attempt + 1,
                 CLIENT_SERVER_ATTEMPTS,
             )
             ray.shutdown()
             time.sleep(attempt)
+
+
+def _kept_instance(cluster: Cluster, ray_logs: str) -> kept_ray.Kept | None:
+    """The instance tuner keeps, to run on instead of starting one (started now for --keep-ray); None: a
+    local instance of this run's own. Called with kept_ray's lock held."""
+    kept = kept_ray.find()
+    if kept is not None and (why := kept_ray.unusable_here(kept)) is not None:
+        log.info("tuner: not on the Ray instance tuner keeps at %s (%s): this run starts its own", kept.address, why)
+        return None
+    if kept is not None:
+        log.info(
+            "tuner: on the Ray instance kept at %s (it stops once idle for %s, or with `%s down`)",
+            kept.address,
+            kept.keep,
+            tuner_command(),
+        )
+        return kept
+    if cluster.keep_ray is None:
+        return None
+    with env.local_instance_log_level(ray_logs), env.no_preemption_watcher():  # as connect sets them
+        kept = kept_ray.start(cluster.keep_ray, parse_keep(cluster.keep_ray))
+    log.info(
+        "tuner: keeping this Ray instance (%s) for the next runs from this folder; it stops once idle for "
+        "%s, or with `%s down`",
+        kept.address,
+        kept.keep,
+        tuner_command(),
+    )
+    return kept
 
 
 def _shutdown() -> None:

@@ -1,6 +1,7 @@
 """Where a run's seconds go: with -v, one line per phase of the driver as it ends (its imports, Ray's
-start, the smoke step's wait, the trials, Ray's shutdown, the report), how long it took and when, so
-that a slow start is told from a slow search without a profiler. Ray-free: it only reads the clock."""
+start, the smoke step's wait, the trials, Ray's shutdown, the report), how long it took and when, and
+the moments of the trials between (tuner/execution/trial_phases.py), so that a slow start is told from
+a slow search without a profiler. Ray-free: it only reads the clock."""
 
 import logging
 import time
@@ -17,6 +18,19 @@ class Phases:
         # A later run in the same process (a notebook) has imported everything already.
         self._last = STARTED if not _runs_before[0] else time.monotonic()
         _runs_before[0] += 1
+
+    @property
+    def shown(self) -> bool:
+        return self._shown
+
+    def moment(self, what: str, wall_time: float | None = None) -> None:
+        """`what` happened now, or at `wall_time` (time.time()'s clock, as another process tells it)."""
+        if not self._shown:
+            return
+        at = time.monotonic() - STARTED
+        if wall_time is not None:
+            at -= time.time() - wall_time
+        log.info("phase: %s (at %.2f s)", what, at)
 
     def mark(self, phase: str) -> None:
         """`phase` has just ended."""

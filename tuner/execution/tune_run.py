@@ -17,9 +17,11 @@ from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.execution import packing, tracking
 from tuner.execution.console import LiveProgress
+from tuner.execution.phases import Phases
 from tuner.execution.stopper import MetricThreshold
 from tuner.execution.trainable import TrialSetup, trainable
-from tuner.ray_compat import env, errors, logs
+from tuner.execution.trial_phases import TrialPhases
+from tuner.ray_compat import env, errors, logs, private
 from tuner.search import decisions, schedulers
 from tuner.search.plan import SearchPlan
 from tuner.settings import Resources, RunOptions
@@ -120,8 +122,11 @@ def new_tuner(
     name: str,
     storage_path: str,
     max_concurrent: int,
+    phases: Phases | None = None,
 ) -> tune.Tuner:
     callbacks: list[tune.Callback] = [KeepResultRows()]
+    if phases is not None and phases.shown:
+        callbacks.append(TrialPhases(phases))
     if options.verbose == 1:
         callbacks.append(
             LiveProgress(
@@ -220,6 +225,7 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
             logs.quiet_interrupt_advice(verbose < 2),
+            private.callback_usage_untagged(),
         ):
             started = time.monotonic()
             try:

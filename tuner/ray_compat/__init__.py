@@ -21,6 +21,7 @@ PICKLED_BY_PATH = {
     "tuner.storage.trial_logs": ("KeepResultRows",),
     "tuner.storage.checkpoint_retention": ("RetireCheckpoints",),
     "tuner.execution.console": ("LiveProgress",),
+    "tuner.execution.trial_phases": ("TrialPhases",),
     "tuner.execution.stopper": ("MetricThreshold",),
     "tuner.storage.decisions": ("DecisionFile",),
     "tuner.search.decisions": ("RecordingASHA", "RecordingMedian", "RecordingBOHB", "RecordingPBT"),

@@ -1,7 +1,8 @@
 """Imports of Ray's private modules, each with why there is no public way yet. Imported on first use:
 a Ray release that moves one breaks the function that needs it, with Ray's ImportError naming it."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -152,3 +153,31 @@ def stop_local_monitor() -> None:
     for info in node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []):
         info.process.kill()
         info.process.wait()
+
+
+def live_drivers(besides: str) -> int:
+    """How many drivers other than job `besides` are connected to this process's Ray, from the GCS's job
+    table (Ray marks a job dead as soon as its driver exits, killed or not). Ray's public job listing
+    (ray.util.state.list_jobs) goes through the dashboard's HTTP server and includes no more; can go
+    when Ray Core exports its job table."""
+    from ray._private import state
+
+    return sum(1 for job in state.jobs() if not job["IsDead"] and job["JobID"] != besides)
+
+
+@contextmanager
+def callback_usage_untagged() -> Iterator[None]:
+    """Ray Tune's usage telemetry counts the callbacks a run passes by class, and to know the classes it
+    imports every logger integration Ray has (`ray.air._internal.usage._count_callbacks`): with mlflow
+    installed that is mlflow, 0.7 s of every run that does not log to MLflow. tuner always passes
+    callbacks of its own, which Ray would count as custom ones; their count is left out of the
+    telemetry instead. Can go when Ray counts callbacks without importing integrations the process has
+    not imported."""
+    from ray.air._internal import usage
+
+    tag_callbacks = usage.tag_callbacks
+    usage.tag_callbacks = lambda callbacks: False
+    try:
+        yield
+    finally:
+        usage.tag_callbacks = tag_callbacks

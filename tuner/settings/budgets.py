@@ -16,22 +16,27 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in `90`, `90s`, `30m`, `2h` or `1h30m`."""
+def parse_duration(text: str, what: str = "time budget", option: str = "--time-budget") -> float:
+    """Seconds in `90`, `90s`, `30m`, `2h` or `1h30m`; `what` and `option` name it in an error."""
     cleaned = text.strip().lower()
     parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", cleaned)
     if not cleaned or parts is None or not any(parts.groups()):
-        raise TunerError(f"time budget {text!r} is not a duration; write e.g. 90s, 30m, 2h or 1h30m")
+        raise TunerError(f"{what} {text!r} is not a duration; write e.g. 90s, 30m, 2h or 1h30m")
     hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
     total = hours * 3600 + minutes * 60 + seconds
     if total <= 0:
-        raise TunerError(f"time budget {text!r} must be longer than zero")
+        raise TunerError(f"{what} {text!r} must be longer than zero")
     if total > MAX_TIME_BUDGET_S:
         raise TunerError(
-            f"time budget {text!r} is longer than a year ({MAX_TIME_BUDGET_S / 3600:g}h), the longest a budget "
-            "may be: no run lasts that long; leave --time-budget out to run without one"
+            f"{what} {text!r} is longer than a year ({MAX_TIME_BUDGET_S / 3600:g}h), the longest it may be: "
+            f"nothing lasts that long; leave {option} out to run without one"
         )
     return total
+
+
+def parse_keep(text: str) -> float:
+    """`--keep-ray 10m`: how long a kept local Ray instance waits, idle, for the next run."""
+    return parse_duration(text, "--keep-ray", "--keep-ray")
 
 
 MAX_TIME_BUDGET_S = 365 * 24 * 3600

@@ -5,8 +5,9 @@ options for them are generated from these declarations, as for the experiment's 
 import os
 from dataclasses import dataclass, field
 
+from tuner.settings.budgets import parse_keep
 from tuner.settings.declaration import check, setting
-from tuner.settings.kinds import Flag, PlainName, Text, Whole
+from tuner.settings.kinds import Flag, Parsed, PlainName, Text, Whole
 
 DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep experiments unless told
 # `--mlflow` without a URI: a SQLite file (MLflow 3 refuses its old ./mlruns file store) under the storage
@@ -14,6 +15,7 @@ DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep
 # option is named; tuner.execution.tracking.store resolves it once the storage path is known.
 DEFAULT_MLFLOW_STORE = "<storage-path>/mlflow.db"
 DEFAULT_DASHBOARD_PORT = 8265
+DEFAULT_KEEP = "10m"  # `--keep-ray` alone: long enough for an edit-and-run loop, short enough to be forgotten
 LOOPBACK = "127.0.0.1"
 MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
 SEED_WHY = "numpy's seeding takes 32-bit seeds"
@@ -34,6 +36,14 @@ class Cluster:
     )
     dashboard: bool = setting(False, Flag(), f"start the local Ray instance with its dashboard on {LOOPBACK}")
     dashboard_port: int = setting(DEFAULT_DASHBOARD_PORT, Whole(1, 65535, PORT_WHY), "the dashboard's port")
+    keep_ray: str | None = setting(
+        None,
+        Parsed(parse_keep, "'10m'"),
+        f"keep the local Ray instance up after the run until it has been idle this long (default {DEFAULT_KEEP}): "
+        "later runs from this folder start on it, without Ray's start-up; `tuner down` stops it",
+        optional=True,
+        argparse={"nargs": "?", "const": DEFAULT_KEEP, "metavar": "IDLE"},
+    )
 
     def __post_init__(self) -> None:
         check(self)

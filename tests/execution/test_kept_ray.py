@@ -1,0 +1,195 @@
+"""A Ray instance kept between runs (`tuner run --keep-ray`, tuner/execution/kept_ray.py): it serves the
+next runs from the same folder, says itself in one line, stops on its own once idle or at `tuner down`,
+and nothing else is ever left behind. Processes are told by their GCS: every Ray instance has one
+gcs_server process, and a run's own instance ends with the run."""
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import TINY_GRID, run_tuner
+from tuner.execution import kept_ray
+
+pytestmark = pytest.mark.slow
+SMALL = TINY_GRID.replace("epochs = 2", "epochs = 1")
+
+
+def gcs_servers() -> set[int]:
+    """The pids of every Ray GCS on this machine."""
+    found = set()
+    for process in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if "gcs_server" in (process.info["name"] or "") or any(
+                "gcs_server" in part for part in process.info["cmdline"] or []
+            ):
+                found.add(process.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # a reaper may be slow to collect it
+    except psutil.NoSuchProcess:
+        return False
+
+
+def eventually(condition, timeout: float, step: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+@pytest.fixture(autouse=True)
+def nothing_kept_afterwards() -> Iterator[None]:
+    """A test that fails half-way leaves no instance for the next tests' runs to find."""
+    yield
+    kept_ray.stop()
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "space.py").write_text(SMALL)
+    return tmp_path
+
+
+def test_a_run_not_asked_to_keep_ray_leaves_no_ray_process(folder: Path) -> None:
+    before = gcs_servers()
+    done = run_tuner("run", "space.py", "-q", "--no-smoke", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert eventually(lambda: not gcs_servers() - before, timeout=10), "a Ray instance outlived its run"
+    assert kept_ray.find() is None
+
+
+def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path) -> None:
+    before = gcs_servers()
+    first = run_tuner("run", "space.py", "--keep-ray", "6s", "--name", "first", cwd=folder)
+    assert first.returncode == 0, first.stderr
+    kept = kept_ray.find()
+    assert kept is not None and psutil.pid_exists(kept.pid)
+    assert f"keeping this Ray instance ({kept.address})" in first.stdout
+    assert len(gcs_servers() - before) == 1, "exactly one instance stays up"
+    listed = run_tuner("list", cwd=folder)
+    assert f"ray: a Ray instance kept by tuner is up at {kept.address}" in listed.stdout
+
+    second = run_tuner("run", "space.py", "--name", "second", cwd=folder)
+    assert second.returncode == 0, second.stderr
+    assert f"on the Ray instance kept at {kept.address}" in second.stdout
+    assert "differs from the kept instance's" not in second.stdout  # the same shell: nothing to pass on
+    assert len(gcs_servers() - before) == 1, "the second run started no instance of its own"
+    assert "best trial:" in second.stdout
+    trial_rows = [
+        json.loads(line)
+        for path in (folder / "tuner_results" / "second").glob("*/result.json")
+        for line in path.read_text().splitlines()
+    ]
+    assert len(trial_rows) == 4  # every trial reported its epoch on the kept instance
+
+    # Idle for 6 s after the second run's end: the keeper shuts its instance down and leaves nothing.
+    assert eventually(lambda: not gcs_servers() - before, timeout=60), "the kept instance never stopped"
+    assert eventually(lambda: not _running(kept.pid), timeout=10), "the keeper outlived its instance"
+    assert kept_ray.find() is None
+    assert "ray:" not in run_tuner("list", cwd=folder).stdout
+
+
+def test_tuner_down_stops_the_kept_instance_and_another_folder_runs_its_own(folder: Path, tmp_path_factory) -> None:
+    before = gcs_servers()
+    first = run_tuner("run", "space.py", "-q", "--no-smoke", "--keep-ray", "--name", "first", cwd=folder)
+    assert first.returncode == 0, first.stderr
+    kept = kept_ray.find()
+    assert kept is not None and kept.keep == "10m"  # --keep-ray alone
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "space.py").write_text(SMALL)
+    other = run_tuner("run", "space.py", "--no-smoke", cwd=elsewhere)
+    assert other.returncode == 0, other.stderr
+    assert f"not on the Ray instance tuner keeps at {kept.address} (its trials run in {folder}" in other.stdout
+    still = kept_ray.find()
+    assert still is not None and (still.pid, still.address) == (kept.pid, kept.address), "it is left alone"
+
+    down = run_tuner("down", cwd=elsewhere)
+    assert down.returncode == 0 and down.stdout.strip() == f"stopped the Ray instance tuner kept at {kept.address}"
+    assert eventually(lambda: not gcs_servers() - before, timeout=30)
+    again = run_tuner("down", cwd=elsewhere)
+    assert again.returncode == 0 and again.stdout.strip() == "no Ray instance kept by tuner is up"
+
+
+def _record(**changes) -> kept_ray.Kept:
+    fields = {
+        "address": "127.0.0.1:1",
+        "dashboard_url": "",
+        "pid": os.getpid(),
+        "python": sys.executable,
+        "cwd": os.getcwd(),
+        "keep": "10m",
+        "started_at": time.time(),
+        "environment": {},
+    }
+    return kept_ray.Kept(**{**fields, **changes})
+
+
+def test_down_refuses_while_runs_use_the_instance(folder: Path) -> None:
+    # A process that passes for the keeper, which nothing may stop here.
+    stand_in = psutil.Popen([sys.executable, "-c", "import time; time.sleep(120)", kept_ray.KEEPER_MODULE])
+    kept_ray.write(_record(pid=stand_in.pid, drivers=1))
+    try:
+        down = run_tuner("down", cwd=folder)
+        assert down.returncode == 2
+        said = down.stderr.strip()
+        assert said.startswith("tuner: error: the Ray instance tuner keeps at 127.0.0.1:1 has 1 run(s) on it now")
+        assert said.endswith("or let it stop on its own once idle for 10m") and "\n" not in said
+        assert kept_ray.find() is not None and stand_in.is_running(), "nothing was stopped"
+    finally:
+        kept_ray.record_path().unlink(missing_ok=True)
+        stand_in.kill()
+        stand_in.wait()
+
+
+def test_a_record_whose_keeper_died_or_that_is_torn_is_forgotten() -> None:
+    dead = psutil.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    kept_ray.write(_record(pid=dead.pid))
+    assert kept_ray.find() is None and not kept_ray.record_path().exists()
+    kept_ray.write(_record(pid=os.getpid()))  # alive, but no keeper: its pid was taken by another process
+    assert kept_ray.find() is None and not kept_ray.record_path().exists()
+    kept_ray.record_path().write_text('{"address": ')
+    assert kept_ray.find() is None and not kept_ray.record_path().exists()
+
+
+def test_the_trials_see_the_variables_this_run_has_otherwise(monkeypatch) -> None:
+    import tuner
+
+    monkeypatch.setattr(tuner, "ENVIRONMENT_AT_IMPORT", {"HOME": "/h", "PWD": "/a", "TOKEN": "new", "EXTRA": "1"})
+    monkeypatch.setenv("TUNER_DATA_DIR", "/data")
+    monkeypatch.delenv("RAY_LOGGER_LEVEL", raising=False)
+    monkeypatch.delenv("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", raising=False)
+    kept = _record(environment={"HOME": "/h", "PWD": "/b", "TOKEN": "old", "GONE": "x", "RAY_AUTH_MODE": "token"})
+    assert kept_ray.environment_changes(kept) == {"TOKEN": "new", "EXTRA": "1", "GONE": "", "TUNER_DATA_DIR": "/data"}
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--keep-ray", "0"], "--keep-ray '0' must be longer than zero"),
+        (["--keep-ray", "soon"], "--keep-ray 'soon' is not a duration; write e.g. 90s, 30m, 2h or 1h30m"),
+        (
+            ["--keep-ray", "--address", "127.0.0.1:1"],
+            "--keep-ray keeps a local Ray instance, and this run is on the cluster at 127.0.0.1:1",
+        ),
+    ],
+)
+def test_keep_ray_input_is_checked_in_one_line(folder: Path, args: list[str], said: str) -> None:
+    done = run_tuner("run", "space.py", *args, cwd=folder)
+    assert done.returncode == 2
+    assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert kept_ray.find() is None

@@ -1,0 +1,42 @@
+"""The moments of a run between its driver's phases (tuner/execution/phases.py), shown with -v: when the
+first trial started (its process up, Ray's worker and the trial's imports done), when its process had
+started, its first report, and the end of the last trial. What a user waits for before the first
+number, told apart from the driver's own start-up."""
+
+from typing import Any
+
+import psutil  # type: ignore[import-untyped]  # no stubs: psutil is here as Ray's dependency
+from ray import tune
+from ray.tune.experiment import Trial
+
+from tuner.execution.phases import Phases
+
+
+class TrialPhases(tune.Callback):
+    def __init__(self, phases: Phases) -> None:
+        self._phases = phases
+        self._started = self._reported = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray pickles the run's callbacks into its saved state; a resumed run tells its own phases.
+        return {"_phases": Phases(False), "_started": True, "_reported": True}
+
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if not self._started:
+            self._started = True
+            self._phases.moment("first trial started: its process up, its imports done")
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
+    ) -> None:
+        if self._reported:
+            return
+        self._reported = True
+        self._phases.moment("first report")
+        try:  # the process that reported, where it runs on this machine (on a cluster's node it may not)
+            self._phases.moment("  its trial process had started", psutil.Process(result["pid"]).create_time())
+        except (KeyError, psutil.Error):
+            pass
+
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        self._phases.moment("last trial ended")
