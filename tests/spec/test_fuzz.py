@@ -138,7 +138,7 @@ SCALAR_ORACLE = {
     "search": lambda v: v in ("grid", "random", "optuna", "hyperopt", "bohb", "auto"),
     "scheduler": lambda v: v in ("fifo", "asha", "hyperband", "median", "pbt"),
     "mode": lambda v: v in ("min", "max"),
-    "metric": lambda v: type(v) is str and bool(v.strip()),
+    "metric": lambda v: type(v) is str and bool(v.strip()) and v.splitlines() == [v],
     "time_budget": lambda v: (
         v is None
         or (

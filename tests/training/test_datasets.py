@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -23,6 +27,27 @@ def test_digits_is_the_real_bundled_set_with_a_fixed_split():
     assert first.input_shape == (1, 8, 8) and first.num_classes == 10 and first.output_size == 10
     assert set(y_val.tolist()) == set(range(10))
     assert torch.equal(x_val, second.val[0])
+
+
+def test_digits_are_sklearns_images_and_split_and_a_later_run_does_not_import_sklearn(tmp_path, monkeypatch):
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = data.digits()  # computes scikit-learn's split and keeps it
+    (kept,) = tmp_path.glob("tuner/digits-split-sklearn*-seed0.npz")
+    second = data.digits()  # reads it
+    images, labels = load_digits(return_X_y=True)
+    x = (images / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
+    x_train, x_val, y_train, y_val = train_test_split(x, labels, test_size=0.2, stratify=labels, random_state=0)
+    for splits in (first, second):
+        assert np.array_equal(splits.train[0].numpy(), x_train) and np.array_equal(splits.val[0].numpy(), x_val)
+        assert np.array_equal(splits.train[1].numpy(), y_train) and np.array_equal(splits.val[1].numpy(), y_val)
+    check = "from tuner import data; data.digits(); import sys; print('sklearn' in sys.modules)"
+    later = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env={**os.environ})
+    assert later.stdout.strip() == "False", later.stderr
+    kept.write_bytes(b"torn")  # a cache cut short is computed again, the same
+    assert torch.equal(data.digits().val[0], first.val[0])
 
 
 @pytest.mark.parametrize("name,folder", [("mnist", "MNIST"), ("fashion_mnist", "FashionMNIST")])

@@ -23,14 +23,10 @@ class Phases:
     def shown(self) -> bool:
         return self._shown
 
-    def moment(self, what: str, wall_time: float | None = None) -> None:
-        """`what` happened now, or at `wall_time` (time.time()'s clock, as another process tells it)."""
-        if not self._shown:
-            return
-        at = time.monotonic() - STARTED
-        if wall_time is not None:
-            at -= time.time() - wall_time
-        log.info("phase: %s (at %.2f s)", what, at)
+    def moment(self, what: str, seconds_ago: float = 0.0) -> None:
+        """`what` happened now, or `seconds_ago`."""
+        if self._shown:
+            log.info("phase: %s (at %.2f s)", what, time.monotonic() - STARTED - seconds_ago)
 
     def mark(self, phase: str) -> None:
         """`phase` has just ended."""

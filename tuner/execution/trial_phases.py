@@ -3,9 +3,12 @@ first trial started (its process up, Ray's worker and the trial's imports done),
 started, its first report, and the end of the last trial. What a user waits for before the first
 number, told apart from the driver's own start-up."""
 
+import os
+import socket
+import time
+from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]  # no stubs: psutil is here as Ray's dependency
 from ray import tune
 from ray.tune.experiment import Trial
 
@@ -33,10 +36,19 @@ class TrialPhases(tune.Callback):
             return
         self._reported = True
         self._phases.moment("first report")
-        try:  # the process that reported, where it runs on this machine (on a cluster's node it may not)
-            self._phases.moment("  its trial process had started", psutil.Process(result["pid"]).create_time())
-        except (KeyError, psutil.Error):
-            pass
+        if result.get("hostname") == socket.gethostname() and (ago := _started_ago_s(result["pid"])) is not None:
+            self._phases.moment("  its trial process had started", ago)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         self._phases.moment("last trial ended")
+
+
+def _started_ago_s(pid: int) -> float | None:
+    """How long ago process `pid` of this machine started, to the kernel's clock tick; None where there
+    is no /proc. Not psutil's create_time: it adds the boot time, which Linux gives in whole seconds."""
+    try:
+        after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    started = int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime: since boot
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - started

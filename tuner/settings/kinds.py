@@ -189,7 +189,10 @@ class Names(Kind):
     expect = "a list of names"
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, (list, tuple)) and all(isinstance(item, str) and item for item in value)
+        # Each one line: a name is said in one-line messages, which a line break would split.
+        return isinstance(value, (list, tuple)) and all(
+            isinstance(item, str) and item.splitlines() == [item] for item in value
+        )
 
     def parse(self, text: str) -> list[str]:
         return [item.strip() for item in text.split(",") if item.strip()]

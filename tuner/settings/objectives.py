@@ -21,7 +21,8 @@ MODES = ("min", "max")
 
 
 def _name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    # One line: a name is said in one-line messages, which a line break would split.
+    return isinstance(value, str) and bool(value.strip()) and value.splitlines() == [value]
 
 
 def _comma_list(text: str) -> str | list[str]:
