@@ -161,9 +161,8 @@ class TunerWays:
         )  # fmt: skip
 
     def down(self) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "tuner", "down"], capture_output=True, cwd=self.folder, env=self.env("warm")
-        )
+        down = [sys.executable, "-m", "tuner", "down"]
+        subprocess.run(down, check=True, capture_output=True, cwd=self.folder, env=self.env("warm"))
 
     def run(self, way: str, seed: int) -> dict[str, Any]:
         name = f"{way}-{seed}-{time.time_ns()}"
@@ -195,7 +194,8 @@ def optuna_run(seed: int, target: float) -> dict[str, Any]:
 def compare(seeds: int, target: float) -> None:
     import pandas as pd
 
-    with tempfile.TemporaryDirectory(prefix="tuner-bench-target-") as scratch:
+    # Ignoring clean-up errors: the kept instance's processes may still write its log as they end.
+    with tempfile.TemporaryDirectory(prefix="tuner-bench-target-", ignore_cleanup_errors=True) as scratch:
         tuner_ways = TunerWays(Path(scratch), target)
         runs: dict[str, list[dict[str, Any]]] = {"optuna": [], "tuner cold": [], "tuner warm": []}
         # Cold runs and Optuna's first, while nothing is kept: a kept instance's own processes take

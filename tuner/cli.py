@@ -602,7 +602,7 @@ def _list(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     from tuner.execution import kept_ray
 
-    if (kept := kept_ray.find()) is not None and kept.drivers:
+    if (kept := kept_ray.busy()) is not None:
         raise TunerError(
             f"the Ray instance tuner keeps at {kept.address} has {kept.drivers} run(s) on it now; stop them "
             f"first (Ctrl-C; `{tuner_command()} resume` goes on), or let it stop on its own once idle for {kept.keep}"

@@ -104,16 +104,15 @@ def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path)
 
 def test_tuner_down_stops_the_kept_instance_and_another_folder_runs_its_own(folder: Path, tmp_path_factory) -> None:
     before = gcs_servers()
-    first = run_tuner("run", "space.py", "-q", "--no-smoke", "--keep-ray", "--name", "first", cwd=folder)
-    assert first.returncode == 0, first.stderr
-    kept = kept_ray.find()
-    assert kept is not None and kept.keep == "10m"  # --keep-ray alone
+    with kept_ray.locked():  # as a run with --keep-ray starts it, from the folder the test runs in
+        kept = kept_ray.start("10m", 600)
+    assert len(gcs_servers() - before) == 1
 
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     (elsewhere / "space.py").write_text(SMALL)
     other = run_tuner("run", "space.py", "--no-smoke", cwd=elsewhere)
     assert other.returncode == 0, other.stderr
-    assert f"not on the Ray instance tuner keeps at {kept.address} (its trials run in {folder}" in other.stdout
+    assert f"not on the Ray instance tuner keeps at {kept.address} (its trials run in {os.getcwd()}" in other.stdout
     still = kept_ray.find()
     assert still is not None and (still.pid, still.address) == (kept.pid, kept.address), "it is left alone"
 
@@ -193,3 +192,10 @@ def test_keep_ray_input_is_checked_in_one_line(folder: Path, args: list[str], sa
     assert done.returncode == 2
     assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert kept_ray.find() is None
+
+
+def test_keep_ray_alone_keeps_for_ten_minutes() -> None:
+    from tuner.cli import _parser
+
+    assert _parser().parse_args(["run", "--keep-ray"]).keep_ray == "10m"
+    assert _parser().parse_args(["run", "--keep-ray", "90s"]).keep_ray == "90s"

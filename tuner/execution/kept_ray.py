@@ -119,6 +119,15 @@ def find() -> Kept | None:
     return kept
 
 
+def busy(wait_s: float = 3.0) -> Kept | None:
+    """The kept instance if runs are on it: its keeper counts them every second, so a run that has just
+    ended is given that long to leave the count (`tuner down` right after a run is not refused)."""
+    deadline = time.monotonic() + wait_s
+    while (kept := find()) is not None and kept.drivers and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return kept if kept is not None and kept.drivers else None
+
+
 def unusable_here(kept: Kept) -> str | None:
     """Why this process cannot run trials on `kept`, or None."""
     if os.path.realpath(kept.python) != os.path.realpath(sys.executable):
