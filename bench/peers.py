@@ -49,7 +49,6 @@ def phase(name: str) -> None:
 def train(config: dict[str, Any], epochs: int, report=None) -> float:
     """The loop every variant runs: Adam on the shipped MLP, accuracy on the validation split each epoch."""
     import torch
-    import torch.nn.functional as F
 
     from tuner import data
     from tuner.lazy import resolve
@@ -58,22 +57,11 @@ def train(config: dict[str, Any], epochs: int, report=None) -> float:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     splits = data.digits()
-    (x_train, y_train), (x_val, y_val) = splits
     model = resolve(MODELS["mlp"])(config, splits)
     optimizer = torch.optim.Adam(model.parameters(), lr=config["lr"])
     best = 0.0
     for _ in range(epochs):
-        model.train()
-        order = torch.randperm(len(y_train))
-        for i in range(0, len(y_train), BATCH):
-            batch = order[i : i + BATCH]
-            loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            accuracy = float((model(x_val).argmax(1) == y_val).float().mean())
+        accuracy = time_to_target.epoch_then_accuracy(model, optimizer, splits)
         phase("first report")
         best = max(best, accuracy)
         if report is not None:

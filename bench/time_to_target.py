@@ -70,18 +70,36 @@ def timed(command: list[str], **popen: Any) -> tuple[float, float, float, str]:
     return time.perf_counter() - started, busy_cpu_s() - cpu, clock, done.stdout
 
 
+def epoch_then_accuracy(model: Any, optimizer: Any, splits: Any) -> float:
+    """One epoch over shuffled batches of BATCH, then the accuracy on the validation split: the loop every
+    peer here and in bench/peers.py runs, written out as a user of those libraries writes it."""
+    import torch
+    import torch.nn.functional as F
+
+    (x_train, y_train), (x_val, y_val) = splits
+    model.train()
+    order = torch.randperm(len(y_train))
+    for i in range(0, len(y_train), BATCH):
+        batch = order[i : i + BATCH]
+        loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        return float((model(x_val).argmax(1) == y_val).float().mean())
+
+
 def optuna_search(seed: int, target: float) -> None:
     """The Optuna way, in this process; prints what it found as JSON on stdout."""
     import optuna
     import torch
-    import torch.nn.functional as F
 
     from tuner import data
     from tuner.lazy import resolve
     from tuner.models import MODELS
 
     splits = data.digits()
-    (x_train, y_train), (x_val, y_val) = splits
     first_report: list[float] = []
 
     def objective(trial: optuna.Trial) -> float:
@@ -98,17 +116,7 @@ def optuna_search(seed: int, target: float) -> None:
         optimizer = torch.optim.Adam(model.parameters(), lr=config["lr"], weight_decay=config["weight_decay"])
         best = 0.0
         for epoch in range(EPOCHS):
-            model.train()
-            order = torch.randperm(len(y_train))
-            for i in range(0, len(y_train), BATCH):
-                batch = order[i : i + BATCH]
-                loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-            model.eval()
-            with torch.no_grad():
-                accuracy = float((model(x_val).argmax(1) == y_val).float().mean())
+            accuracy = epoch_then_accuracy(model, optimizer, splits)
             first_report[:] = first_report or [time.time()]
             best = max(best, accuracy)
             if accuracy >= target:

@@ -34,7 +34,7 @@ STOP_TIMEOUT_S = 60.0
 # Differ between two shells of one user without changing what a trial does; or set by Ray or the keeper
 # for the instance's own processes.
 _VOLATILE = {"_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLUMNS", "LINES", "PS1", "SSH_TTY", "TMUX_PANE"}
-_OWN = {"RAY_AUTH_MODE", "RAY_CLIENT_MODE"}
+_OWN = {"RAY_AUTH_MODE", "RAY_CLIENT_MODE", RUNTIME_DIR_ENV}
 # What tuner sets for a run's Ray processes (tuner/ray_compat/env.py, --data-dir) as it connects.
 RUN_VARIABLES = ("RAY_LOGGER_LEVEL", "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "TUNER_DATA_DIR")
 
@@ -168,7 +168,8 @@ def start(keep: str, idle_s: float) -> Kept:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=run_environment(),
+            # Where this process looks for the record, whatever the environment the run was started with.
+            env={**run_environment(), RUNTIME_DIR_ENV: str(runtime_dir())},
             start_new_session=True,
         )
     deadline = time.monotonic() + START_TIMEOUT_S
