@@ -595,7 +595,7 @@ def _list(args: argparse.Namespace) -> int:
 
         print(pd.DataFrame(rows).to_markdown(index=False))
     if (kept := kept_ray.find()) is not None:
-        print(f"ray: {kept.line().replace('tuner down', f'{tuner_command()} down')}")
+        print(f"ray: {kept.line(tuner_command())}")
     return 0
 
 

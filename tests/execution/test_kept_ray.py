@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from tests.conftest import TINY_GRID, run_tuner
+from tests.e2e.test_faults import wait_until
 from tuner.execution import kept_ray
 
 pytestmark = pytest.mark.slow
@@ -41,15 +42,6 @@ def _running(pid: int) -> bool:
         return False
 
 
-def eventually(condition, timeout: float, step: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
-
-
 @pytest.fixture(autouse=True)
 def nothing_kept_afterwards() -> Iterator[None]:
     """A test that fails half-way leaves no instance for the next tests' runs to find."""
@@ -67,7 +59,7 @@ def test_a_run_not_asked_to_keep_ray_leaves_no_ray_process(folder: Path) -> None
     before = gcs_servers()
     done = run_tuner("run", "space.py", "-q", "--no-smoke", cwd=folder)
     assert done.returncode == 0, done.stderr
-    assert eventually(lambda: not gcs_servers() - before, timeout=10), "a Ray instance outlived its run"
+    wait_until(lambda: not gcs_servers() - before, "end of the run's own Ray instance", timeout=10)
     assert kept_ray.find() is None
 
 
@@ -96,8 +88,8 @@ def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path)
     assert len(trial_rows) == 4  # every trial reported its epoch on the kept instance
 
     # Idle for 6 s after the second run's end: the keeper shuts its instance down and leaves nothing.
-    assert eventually(lambda: not gcs_servers() - before, timeout=60), "the kept instance never stopped"
-    assert eventually(lambda: not _running(kept.pid), timeout=10), "the keeper outlived its instance"
+    wait_until(lambda: not gcs_servers() - before, "idle stop of the kept instance", timeout=60)
+    wait_until(lambda: not _running(kept.pid), "exit of the keeper with its instance", timeout=10)
     assert kept_ray.find() is None
     assert "ray:" not in run_tuner("list", cwd=folder).stdout
 
@@ -118,7 +110,7 @@ def test_tuner_down_stops_the_kept_instance_and_another_folder_runs_its_own(fold
 
     down = run_tuner("down", cwd=elsewhere)
     assert down.returncode == 0 and down.stdout.strip() == f"stopped the Ray instance tuner kept at {kept.address}"
-    assert eventually(lambda: not gcs_servers() - before, timeout=30)
+    wait_until(lambda: not gcs_servers() - before, "end of the stopped instance", timeout=30)
     again = run_tuner("down", cwd=elsewhere)
     assert again.returncode == 0 and again.stdout.strip() == "no Ray instance kept by tuner is up"
 

@@ -51,11 +51,12 @@ class Kept:
     environment: dict[str, str]  # the keeper's, which its trials inherit
     drivers: int = 0  # runs on it now, as the keeper last saw
 
-    def line(self) -> str:
+    def line(self, tuner: str) -> str:
+        """`tuner`: the command as this user runs it (tuner.command.tuner_command)."""
         busy = f"{self.drivers} run(s) on it now; " if self.drivers else ""
         return (
             f"a Ray instance kept by tuner is up at {self.address} ({busy}it stops once idle for {self.keep}, or "
-            "now with `tuner down`)"
+            f"now with `{tuner} down`)"
         )
 
 
