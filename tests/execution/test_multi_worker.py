@@ -14,6 +14,7 @@ import torch
 from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints
 from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.spec import space as spaces
+from tuner.storage.decisions import read as decision_rows
 
 pytestmark = pytest.mark.slow
 
@@ -130,6 +131,9 @@ def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(ray
         assert any(abs(row["loaded_digest_min"] - d) < 1e-6 * d for d in donor_digests), (row, donor_digests)
         # ...and the optimizer trains with this trial's mutated lr.
         assert row["optimizer_lr"] == pytest.approx(row["lr"])
+    # After the last epoch nothing is left to train: no trial restarted (a new Ray Train run) to copy another.
+    exploited_at = [row["epoch"] for row in decision_rows(str(experiment)) if row["decision"] == "exploit"]
+    assert exploited_at and max(exploited_at) < 2, exploited_at
 
 
 ASHA_SPACE = """

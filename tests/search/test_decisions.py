@@ -112,6 +112,39 @@ def test_recording_leaves_rays_decisions_as_they_were():
     assert recorded == ray_actions and list(recorded_last.values()) == list(ray_last.values())
 
 
+class _Trials:
+    """What PBT asks its controller before it pauses a trial: its search algorithm (none of Ray's
+    generators, which it refuses) and the live trials."""
+
+    search_alg = None
+
+    def __init__(self, trials: list[Trial]) -> None:
+        self.trials = trials
+
+    def get_live_trials(self) -> list[Trial]:
+        return self.trials
+
+
+def test_pbt_pauses_at_each_perturbation_but_lets_every_trial_end_after_its_last_epoch():
+    epochs = 4  # perturbation interval 1: every epoch, the last included, is a perturbation point
+    scheduler = schedulers.trial_scheduler("pbt", "random", {"lr": tune.loguniform(1e-4, 1e-1)}, epochs)
+    scheduler.set_search_properties("val_acc", "max")
+    trials = [Trial("__fake", stub=True) for _ in range(2)]
+    controller = _Trials(trials)
+    for trial in trials:
+        scheduler.on_trial_add(controller, trial)
+
+    def decision(trial: Trial, epoch: int) -> str:
+        result = {"training_iteration": epoch, "epoch": epoch, "val_acc": 0.5}
+        return scheduler.on_trial_result(controller, trial, result)
+
+    # The first to reach a perturbation point waits for the other (Ray's synchronous PBT)...
+    assert decision(trials[0], 1) == TrialScheduler.PAUSE
+    # ...but after the last epoch there is nothing left to train: no pause, no exploit, each trial ends.
+    assert decision(trials[0], epochs) == TrialScheduler.CONTINUE
+    assert decision(trials[1], epochs) == TrialScheduler.CONTINUE
+
+
 @pytest.mark.parametrize("name", ["asha", "hyperband", "median", "pbt"])
 def test_a_scheduler_and_its_decision_file_survive_the_pickling_of_a_saved_experiment(name):
     # Ray pickles the scheduler into the experiment (tuner.pkl) and `tuner resume` unpickles it: the file

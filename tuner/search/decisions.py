@@ -229,6 +229,23 @@ class RecordingPBT(Recording, PopulationBasedTraining):
     name = "pbt"
     _lower_best: float | None = None
     _operations: dict[str, Any] | None = None
+    # The budget in Tune's time unit (epochs). None in an experiment pickled before it existed.
+    last_epoch: int | None = None
+
+    def __init__(self, *, last_epoch: int | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self.last_epoch = last_epoch
+
+    def on_trial_result(self, tune_controller: "TuneController", trial: Trial, result: dict) -> str:
+        """No exploit at the last epoch: Ray's PBT knows no budget, so with epochs a multiple of the
+        perturbation interval it paused every trial after its last epoch and restarted the bottom quarter
+        from a donor's checkpoint with nothing left to train (an exploit no report shows, and a new
+        process, or for a multi-worker trial a new Ray Train run of ~20 s on 2 cores, per trial)."""
+        # The loop's own epoch: after an exploit Tune's report count is no longer the epoch.
+        epoch = result.get("epoch", result.get(self._time_attr, 0))
+        if self.last_epoch is not None and epoch >= self.last_epoch:
+            return TrialScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, result)
 
     def _checkpoint_or_exploit(
         self,

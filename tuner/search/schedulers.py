@@ -7,9 +7,9 @@ asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor
 hyperband  asynchronous HyperBand (Li et al., the ASHA paper): ASHAScheduler with the same budget and
            one bracket per HyperBand bracket, floor(log3(epochs)) + 1; HyperBandForBOHB under --search bohb.
 median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
-pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs the bottom quarter copies a top
-           trial's checkpoint and perturbs the hyperparameters a space marks `pbt_mutable` (default:
-           those of MUTABLE it searches over).
+pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs, the last excepted, the bottom
+           quarter copies a top trial's checkpoint and perturbs the hyperparameters a space marks
+           `pbt_mutable` (default: those of MUTABLE it searches over).
 
 Each is Ray's own scheduler, subclassed only to record its decisions (tuner/search/decisions.py).
 """
@@ -150,6 +150,7 @@ def trial_scheduler(
         return RecordingPBT(
             time_attr=TIME_ATTR,
             perturbation_interval=max(1, epochs // 4),
+            last_epoch=epochs,
             hyperparam_mutations=pbt_mutations(param_space, mutable),
             quantile_fraction=0.25,
             # Synchronous, as in the PBT paper: trials are ranked at the same epoch, so who exploits
