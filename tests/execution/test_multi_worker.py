@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import ray
 import torch
+from ray.util.state import list_actors
 
 from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints
 from tests.e2e.test_user_code import checkpoint_digests, run_here
@@ -62,6 +63,9 @@ def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(
     saved = sorted(experiment.glob("*/checkpoint_*/checkpoint.pt"))  # Tune's, like an in-process trial's
     assert saved and torch.load(saved[-1], weights_only=False)["epoch"] == 2
     assert not list(experiment.glob("train_runs/*"))  # Ray Train's staging runs are gone
+    # A Ray this process started is a local instance: no node of it is ever drained, so no Train run
+    # starts a preemption watcher (one more process per run) on it.
+    assert not list_actors(filters=[("class_name", "=", "PreemptionWatcher")])
 
 
 PBT_DDP_SPACE = """

@@ -113,9 +113,11 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     forever). A local instance then starts its dashboard on a free port.
 
     In a process that has already called ray.init (a notebook, a script, a test session), trials run
-    on that Ray, as they would in Ray Tune, and it stays up afterwards. Its processes keep their own
-    log level; and without its dashboard a Train controller that dies mid-run (not a normal stop) keeps
-    its worker group's resources until that Ray shuts down (see `state_api`)."""
+    on that Ray, as they would in Ray Tune, and it stays up afterwards. Where that process started it
+    (`ray.init()` with no address), it is a local instance as one tuner starts: no preemption watcher.
+    Its processes keep their own log level; and without its dashboard a Train controller that dies
+    mid-run (not a normal stop) keeps its worker group's resources until that Ray shuts down (see
+    `state_api`)."""
     if cluster.keep_ray is not None and cluster.target != "local":
         raise TunerError(
             f"--keep-ray keeps a local Ray instance, and this run is on the cluster at {cluster.target}, which "
@@ -129,7 +131,8 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
                 f"Ray is already running in this process, so {given} cannot apply; leave it out to run "
                 "the trials on that Ray, or call ray.shutdown() first"
             )
-        yield
+        with env.no_preemption_watcher() if private.ray_started_here() else nullcontext():
+            yield
         return
     with contextlib.ExitStack() as attaching:
         kept = None

@@ -155,6 +155,16 @@ def stop_local_monitor() -> None:
         info.process.wait()
 
 
+def ray_started_here() -> bool:
+    """Whether this process started the Ray instance it is connected to (its head node), as `ray.init()`
+    with no address does in a notebook, a script or a test session, rather than connected to one
+    running elsewhere. Ray's public runtime context names the node, not who started it."""
+    from ray._private import worker
+
+    node = worker._global_node
+    return node is not None and node.is_head()
+
+
 def live_drivers(besides: str) -> int:
     """How many drivers other than job `besides` are connected to this process's Ray, from the GCS's job
     table (Ray marks a job dead as soon as its driver exits, killed or not). Ray's public job listing
