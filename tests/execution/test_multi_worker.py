@@ -63,9 +63,11 @@ def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(
     saved = sorted(experiment.glob("*/checkpoint_*/checkpoint.pt"))  # Tune's, like an in-process trial's
     assert saved and torch.load(saved[-1], weights_only=False)["epoch"] == 2
     assert not list(experiment.glob("train_runs/*"))  # Ray Train's staging runs are gone
-    # A Ray this process started is a local instance: no node of it is ever drained, so no Train run
-    # starts a preemption watcher (one more process per run) on it.
-    assert not list_actors(filters=[("class_name", "=", "PreemptionWatcher")])
+    # A Ray this process started is a local instance: no node of it is ever drained and no autoscaler
+    # adds any, so no Train run starts a preemption watcher (a process per run) or the autoscaling
+    # coordinator (a process per instance) on it.
+    for needless in ("PreemptionWatcher", "_AutoscalingCoordinatorActor"):
+        assert not list_actors(filters=[("class_name", "=", needless)]), needless
 
 
 PBT_DDP_SPACE = """

@@ -75,6 +75,11 @@ def no_preemption_watcher() -> AbstractContextManager[None]:
     return variable(PREEMPTION_WATCHER_VARIABLE, "0", user_wins=True)
 
 
+def on_local_instance() -> bool:
+    """In a trial's process: whether it runs on a local instance, as the variable above tells it."""
+    return os.environ.get(PREEMPTION_WATCHER_VARIABLE) == "0"
+
+
 def local_instance_log_level(level: str) -> AbstractContextManager[None]:
     """The level of the Ray loggers in the processes of a local instance that starts inside the block:
     its raylet starts them with this process's environment (a cluster's own nodes keep their level)."""

@@ -50,18 +50,38 @@ def function_trainable_class(trainable: Callable[..., Any], name: str) -> type:
     return wrap_function(trainable, name=name)
 
 
-def torch_trainer_without_datasets() -> type:
+def torch_trainer_without_datasets(local_instance: bool) -> type:
     """TorchTrainer without Ray Train's DatasetsCallback, which starts a DatasetManager actor (one more
     process per multi-worker trial, ~1 s of a start-up on two cores) even when the trainer has no Ray
     Datasets, as tuner's never has: its loops read their data themselves. `_create_default_callbacks`
-    is private; this can go when Train starts that actor only for a trainer given datasets."""
+    is private; this can go when Train starts that actor only for a trainer given datasets.
+    On a `local_instance`, also without the AutoscalingCoordinator (below)."""
     from ray.train.torch import TorchTrainer
     from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+    from ray.train.v2._internal.execution.scaling_policy import FixedScalingPolicy
+
+    class FixedScalingWithoutAutoscaler(FixedScalingPolicy):
+        """Ray Train's fixed-size policy without its AutoscalingCoordinator: the controller of a
+        local instance's first Train run started that actor (a detached process, ~1 s before the
+        worker group on two cores) only to pass resource requests to an autoscaler a local instance
+        does not have. Can go when Train asks for the coordinator only where an autoscaler runs."""
+
+        def after_controller_start(self, train_run_context: Any) -> None:
+            pass
+
+        def _maybe_send_resource_request(self) -> None:
+            pass
 
     class TorchTrainerWithoutDatasets(TorchTrainer):
         def _create_default_callbacks(self) -> list[Any]:
             defaults = super()._create_default_callbacks()  # type: ignore[misc]
             return [c for c in defaults if not isinstance(c, DatasetsCallback)]
+
+        def _initialize_and_run_controller(self, **controller_init_kwargs: Any) -> Any:
+            policy = controller_init_kwargs.get("scaling_policy")
+            if local_instance and type(policy) is FixedScalingPolicy:
+                controller_init_kwargs["scaling_policy"] = FixedScalingWithoutAutoscaler(policy.scaling_config)
+            return super()._initialize_and_run_controller(**controller_init_kwargs)  # type: ignore[misc]
 
     return TorchTrainerWithoutDatasets
 
