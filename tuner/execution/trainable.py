@@ -171,7 +171,7 @@ def run_on_workers(config: dict[str, Any], setup: TrialSetup) -> None:
     run_name = f"{os.path.basename(context.get_trial_dir())}-{uuid.uuid4().hex[:8]}"
     staging = filesystem.join(setup.experiment_path, STAGING_DIR)
     mailbox = Mailbox.remote()  # type: ignore[attr-defined]
-    trainer = private.torch_trainer_without_datasets(env.on_local_instance())(
+    trainer = private.torch_trainer_without_needless_actors(env.on_local_instance())(
         train_worker,
         train_loop_config={
             "config": config,

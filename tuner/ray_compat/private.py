@@ -50,7 +50,7 @@ def function_trainable_class(trainable: Callable[..., Any], name: str) -> type:
     return wrap_function(trainable, name=name)
 
 
-def torch_trainer_without_datasets(local_instance: bool) -> type:
+def torch_trainer_without_needless_actors(local_instance: bool) -> type:
     """TorchTrainer without Ray Train's DatasetsCallback, which starts a DatasetManager actor (one more
     process per multi-worker trial, ~1 s of a start-up on two cores) even when the trainer has no Ray
     Datasets, as tuner's never has: its loops read their data themselves. `_create_default_callbacks`
@@ -72,7 +72,7 @@ def torch_trainer_without_datasets(local_instance: bool) -> type:
         def _maybe_send_resource_request(self) -> None:
             pass
 
-    class TorchTrainerWithoutDatasets(TorchTrainer):
+    class LeanTorchTrainer(TorchTrainer):
         def _create_default_callbacks(self) -> list[Any]:
             defaults = super()._create_default_callbacks()  # type: ignore[misc]
             return [c for c in defaults if not isinstance(c, DatasetsCallback)]
@@ -83,7 +83,7 @@ def torch_trainer_without_datasets(local_instance: bool) -> type:
                 controller_init_kwargs["scaling_policy"] = FixedScalingWithoutAutoscaler(policy.scaling_config)
             return super()._initialize_and_run_controller(**controller_init_kwargs)  # type: ignore[misc]
 
-    return TorchTrainerWithoutDatasets
+    return LeanTorchTrainer
 
 
 def first_variant(param_space: dict[str, Any], seed: int) -> dict[str, Any]:

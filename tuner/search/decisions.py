@@ -6,7 +6,9 @@ Each subclass leaves Ray's decision alone and reads the cutoff Ray itself comput
 it: ASHA's rung cutoff (`_Bracket.cutoff`, read as Ray calls it), the median stopping rule's median of the
 other trials' running means (recomputed with Ray's own helpers, from the same state, right after it
 decided), synchronous HyperBand's halving (BOHB's brackets: the worst value kept at the rung), PBT's
-exploits (who copied whom at which scores, and what the explore step changed). They run in the driver
+exploits (who copied whom at which scores, and what the explore step changed). One decision is tuner's:
+PBT lets a trial end after its last epoch, where Ray's, knowing no budget, would pause it to exploit
+with nothing left to train (RecordingPBT.on_trial_result). They run in the driver
 process, where Ray runs every scheduler, and Ray pickles them with the experiment (`tuner resume`), so
 their module path is kept in tuner/ray_compat's PICKLED_BY_PATH.
 

@@ -11,7 +11,8 @@ pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs, the las
            quarter copies a top trial's checkpoint and perturbs the hyperparameters a space marks
            `pbt_mutable` (default: those of MUTABLE it searches over).
 
-Each is Ray's own scheduler, subclassed only to record its decisions (tuner/search/decisions.py).
+Each is Ray's own scheduler, subclassed to record its decisions (tuner/search/decisions.py) and, for
+PBT, to let trials end after the last epoch.
 """
 
 from collections.abc import Sequence
