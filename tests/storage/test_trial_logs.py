@@ -8,6 +8,7 @@ KeepResultRows uploaded it first. The control run, without the callback, shows t
 """
 
 import json
+import logging
 import tempfile
 import time
 from pathlib import Path
@@ -77,3 +78,31 @@ def test_rows_written_after_the_last_sync_survive_a_restart(local_ray, tmp_path,
     assert _epochs_recorded(tmp_path, "kept", [KeepResultRows()]) == list(range(1, EPOCHS + 1))
     # Without the callback the same run loses the row: the test above can fail.
     assert _epochs_recorded(tmp_path, "control", []) == [1, 2, 4, 5]
+
+
+def test_a_trial_restarted_before_its_first_csv_row_is_no_warning(tmp_path):
+    """Ray's own CSV logger, asked to restore a progress.csv nobody wrote (PBT exploiting a trial at its
+    first result, before the logger saw it), warns; during a fit tuner drops that line, and only it."""
+    from types import SimpleNamespace
+
+    import pyarrow.fs
+    from ray.tune.logger import CSVLoggerCallback
+
+    from tuner.ray_compat import logs
+
+    storage = SimpleNamespace(trial_fs_path=str(tmp_path / "stored"), storage_filesystem=pyarrow.fs.LocalFileSystem())
+    trial = SimpleNamespace(checkpoint=object(), local_path=str(tmp_path / "staged"), storage=storage)
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    ray_logger = logging.getLogger(logs.TUNE_LOGGERS_LOGGER)
+    ray_logger.addHandler(handler)
+    try:
+        CSVLoggerCallback()._restore_from_remote("progress.csv", trial)  # Ray's own call, as on a restart
+        assert len(seen) == 1 and seen[0].startswith(logs.UNWRITTEN_PROGRESS_FILE), seen  # Ray's warning
+        with logs.quiet_unwritten_progress_file():
+            CSVLoggerCallback()._restore_from_remote("progress.csv", trial)
+            ray_logger.warning("another warning")
+        assert seen[1:] == ["another warning"]
+    finally:
+        ray_logger.removeHandler(handler)

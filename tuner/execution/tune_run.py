@@ -224,6 +224,7 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             env.frequent_snapshots(),
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
+            logs.quiet_unwritten_progress_file(),
             logs.quiet_interrupt_advice(verbose < 2),
             private.callback_usage_untagged(),
         ):

@@ -65,6 +65,20 @@ def quiet_interrupt_advice(quiet: bool) -> AbstractContextManager[None]:
     return _filtered(TUNE_RUN_LOGGER, quiet, *TUNE_INTERRUPT_NOTICES)
 
 
+TUNE_LOGGERS_LOGGER = "ray.tune.logger.logger"
+# Ray Tune 2.60's CSV logger opens a trial's progress.csv at its first result, and Tune hands a result to
+# the scheduler before the loggers: when PBT exploits at a trial's first result (an interval of one
+# epoch), the restarted trial's CSV logger looks for a progress.csv in storage that was never written,
+# and warns at WARNING on the console. Nothing is missing: whatever a trial's loggers wrote is uploaded
+# before they restore it (tuner/storage/trial_logs.py), so a file absent from storage was never
+# written. Can go when Ray's logger skips a file that never existed.
+UNWRITTEN_PROGRESS_FILE = "Remote file not found"
+
+
+def quiet_unwritten_progress_file() -> AbstractContextManager[None]:
+    return _filtered(TUNE_LOGGERS_LOGGER, True, UNWRITTEN_PROGRESS_FILE)
+
+
 # Ray 2.60's Train controller starts a PreemptionWatcher actor (max_restarts=-1) for every worker group,
 # and Ray's core worker then logs at ERROR, from C++ (so no Python logger or level reaches it), that
 # an actor with constructor arguments in the object store may fail to restart: once per multi-worker
