@@ -96,6 +96,10 @@ def test_a_trial_restarted_before_its_first_csv_row_is_no_warning(tmp_path):
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
     ray_logger = logging.getLogger(logs.TUNE_LOGGERS_LOGGER)
+    # At WARNING, as in a `tuner run`: an earlier module's ray.init(logging_level="ERROR") may have left
+    # the "ray" logger above it.
+    level = ray_logger.level
+    ray_logger.setLevel(logging.WARNING)
     ray_logger.addHandler(handler)
     try:
         CSVLoggerCallback()._restore_from_remote("progress.csv", trial)  # Ray's own call, as on a restart
@@ -106,3 +110,4 @@ def test_a_trial_restarted_before_its_first_csv_row_is_no_warning(tmp_path):
         assert seen[1:] == ["another warning"]
     finally:
         ray_logger.removeHandler(handler)
+        ray_logger.setLevel(level)
