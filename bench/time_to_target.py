@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import ray_tune_floor
-from ray_tune_floor import COLUMNS
 
 EPOCHS, BATCH, CONCURRENT, MAX_TRIALS = 12, 64, 2, 40
 COLD_GOAL, WARM_GOAL = 1.5, 1.0  # tuner's median over Optuna's median
@@ -252,7 +251,7 @@ def compare(seeds: int, target: float) -> None:
         print(f"\ntuner {way}, one run with -v (seed 0):")
         print("\n".join(f"  {line}" for line in lines))
     print()
-    first_report = ray_tune_floor.show(ray_tune_floor.measure(3))[COLUMNS.index("first report")]
+    first_report = ray_tune_floor.show(ray_tune_floor.measure(3))[ray_tune_floor.COLUMNS.index("first report")]
     print(
         f"Any Ray Tune run of a torch trial reports first {first_report:.1f} s after its command starts, on a warm "
         f"instance; Optuna's whole search took {optuna_wall:.1f} s, {first_report / optuna_wall:.2f}x of it before "
