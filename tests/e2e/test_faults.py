@@ -21,7 +21,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.conftest import epochs_checkpointed, run_tuner, tuner_process
+from tests.conftest import epochs_checkpointed, fill, run_tuner, tuner_process
 from tests.e2e.test_user_code import run_here
 from tuner.command import tuner_command
 from tuner.spec import space as spaces
@@ -281,29 +281,6 @@ def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
     report = run_tuner("report", str(experiment), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert set(pd.read_csv(experiment / "trials.csv")["status"]) <= {"incomplete", "not started"}
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs: real ENOSPC and EROFS from the kernel. Needs mount(2), i.e. root."""
-    mountpoint = tmp_path / "disk"
-    mountpoint.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)], capture_output=True, text=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    yield mountpoint
-    subprocess.run(["umount", "-l", str(mountpoint)], check=False)
-
-
-def fill(disk: Path, name: str) -> None:
-    with open(disk / name, "wb", buffering=0) as filler:
-        try:
-            while True:
-                filler.write(b"\0" * 65536)
-        except OSError:
-            pass
 
 
 def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_path, small_disk):

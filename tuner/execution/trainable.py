@@ -22,6 +22,7 @@ from tuner.execution.checkpoint_bridge import ForwardToTune, Mailbox, TrainRun, 
 from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
+from tuner.storage.whole_files import checkpoint_directory
 from tuner.training import gpu_memory
 from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.trial import Parts, cpu_threads, run_trial_loop
@@ -61,7 +62,7 @@ class TrialSetup:
 def _restored(checkpoint: Any, device: torch.device) -> dict[str, Any] | None:
     if checkpoint is None:
         return None
-    with checkpoint.as_directory() as directory:
+    with checkpoint_directory(checkpoint) as directory:
         return load_checkpoint(directory, device)
 
 

@@ -36,6 +36,7 @@ from tuner.storage.decisions import DecisionFile
 from tuner.storage.meta import ExperimentMeta
 from tuner.storage.trial_logs import KeepResultRows
 from tuner.storage.trial_names import TrialNamer
+from tuner.storage.whole_files import ray_storage
 from tuner.training.config_reads import RESULT_KEY, given_keys, reads_of, unread_warning
 from tuner.training.trial import Parts
 
@@ -148,6 +149,7 @@ def new_tuner(
     if isinstance(plan.scheduler, decisions.Recording):
         plan.scheduler.record_to(DecisionFile())  # why each trial stopped: decisions.jsonl
     stop = spec.budget.stop_condition
+    storage_path, storage_filesystem = ray_storage(storage_path)
     return tune.Tuner(
         trainable(setup),
         param_space=plan.param_space,
@@ -170,6 +172,7 @@ def new_tuner(
         run_config=tune.RunConfig(
             name=name,
             storage_path=storage_path,
+            storage_filesystem=storage_filesystem,
             stop=MetricThreshold(stop) if stop is not None else None,
             verbose=TUNE_VERBOSITY[options.verbose],
             callbacks=callbacks,
@@ -190,8 +193,13 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
             f"first trial was recorded); start it again with `{tuner_command()} run --name <a new name>`"
         )
     try:
+        path, storage_filesystem = ray_storage(experiment_path)
         return tune.Tuner.restore(
-            experiment_path, trainable=trainable(setup), resume_unfinished=True, resume_errored=True
+            path,
+            trainable=trainable(setup),
+            resume_unfinished=True,
+            resume_errored=True,
+            storage_filesystem=storage_filesystem,
         )
     except (ModuleNotFoundError, AttributeError) as error:
         if "tuner" not in str(error):

@@ -13,7 +13,12 @@ trial_logs            Tune's loggers copy the storage copy of result.json back o
                       Unneeded once a restarted trial keeps every row (the kill-and-resume tests).
 saved_state           Ray rewrites its state files in place; a full disk leaves one cut short, and Ray's
                       resume then starts afresh with an empty search space. Unneeded once Ray writes its
-                      state atomically or refuses a torn file.
+                      state atomically or refuses a torn file. With whole_files only a state file's
+                      first upload, or one tuner wrote before whole_files, can be cut short.
+whole_files           Ray's driver rewrites each trial's result.json and progress.csv in storage in place,
+                      several at once; on a full disk a file can lose rows it had. Local storage is given
+                      to Ray as a filesystem that replaces a file whole. Unneeded once Ray uploads to a
+                      temporary name and renames.
 trial_files           A report read from trial directories when Ray's experiment state does not parse
                       (the same cut-short rewrite). Unneeded with saved_state.
 trial_names           Not a workaround: the `<space>_<trial id>` names, both ways.
