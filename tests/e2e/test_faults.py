@@ -317,10 +317,16 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
         filler.unlink()
     # Freeing space and resuming, as the error says, either goes on or, when Ray's state files were
     # being rewritten as the disk filled, says so; never a fresh experiment trained into the same place.
-    configs = {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")}
+    # Each trial's config as its recorded rows hold it. Not params.json: Ray's logger rewrites it in place
+    # when the trial restarts after the failed checkpoint, its background upload can copy it empty, and
+    # on the full disk no later upload has the space to put it right.
+    configs = {trial: recorded[0]["config"] for trial, recorded in rows(experiment).items() if recorded}
+    assert configs, "no trial recorded a row"
+    trial_dirs = sorted(trial.name for trial in experiment.glob("*/"))
     resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
     if resumed.returncode == 0:
-        assert {trial.name: (trial / "params.json").read_text() for trial in experiment.glob("*/")} == configs
+        assert sorted(trial.name for trial in experiment.glob("*/")) == trial_dirs
+        assert {trial: json.loads((experiment / trial / "params.json").read_text()) for trial in configs} == configs
         assert all(recorded[-1]["epoch"] == 300 for recorded in rows(experiment).values())
     else:
         assert resumed.returncode == 2, resumed.stderr[-3000:]

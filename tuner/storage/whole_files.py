@@ -86,9 +86,9 @@ class _ReplacedWhenClosed:
 
 
 class WholeFileHandler(pafs.FileSystemHandler):
-    """LocalFileSystem, except that open_output_stream and copy_file replace a file whole. Each
-    experiment's tuner.pkl names this class (Ray pickles the storage filesystem): moving or renaming it
-    makes those experiments unresumable."""
+    """LocalFileSystem, except that open_output_stream and copy_file replace a file whole. Ray pickles
+    the storage filesystem into each experiment's tuner.pkl, so this class stays at this path
+    (tuner.ray_compat.PICKLED_BY_PATH)."""
 
     def __init__(self) -> None:
         self._local = pafs.LocalFileSystem()
