@@ -193,11 +193,13 @@ def free_port() -> int:
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs: real ENOSPC and EROFS from the kernel. Needs mount(2), i.e. root."""
+    """A 16 MiB tmpfs: real ENOSPC and EROFS from the kernel. Needs mount(2), i.e. root. Room for a
+    whole run of the fault tests' space once freed: Ray's experiment state reaches ~1 MB in it, and
+    replacing a file whole takes its size again while the new copy is written."""
     mountpoint = tmp_path / "disk"
     mountpoint.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mountpoint)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
