@@ -10,10 +10,10 @@ errors    Ray's own error messages that tuner turns into one-line errors.
 private   imports of Ray's private modules, each with the public API that would replace it.
 
 Classes Ray pickles into an experiment's saved state by module path (Ray Tune's callbacks, the trial
-namer, the stop condition, local storage's filesystem, the schedulers and their decision file) stay at the paths in
-`PICKLED_BY_PATH`: `tuner resume` and `tuner report` of a saved experiment import them. Moving one breaks
-every experiment saved before the move; a test reads a real run's saved state and checks it names no
-other tuner module (tests/e2e/test_end_to_end.py).
+namer, the stop condition, local storage's filesystem, the schedulers and their decision file) stay at
+the paths in `PICKLED_BY_PATH`: `tuner resume` and `tuner report` of a saved experiment import them.
+Moving one breaks every experiment saved before the move; a test reads a real run's saved state and
+checks it names no other tuner module (tests/e2e/test_end_to_end.py).
 """
 
 PICKLED_BY_PATH = {
