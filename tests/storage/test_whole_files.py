@@ -49,7 +49,7 @@ def test_ray_uploading_onto_a_full_disk_keeps_every_recorded_row(tmp_path, small
         except OSError:
             pass  # Ray's syncer logs this and tries again at the next sync
         assert _rows(experiment) == dict.fromkeys(TRIALS, 5), f"upload {attempt}"
-        assert not list(experiment.rglob(".*.partial")), "a temporary file left behind"
+        assert not list(experiment.rglob(".*.tmp")), "a temporary file left behind"
         (small_disk / "filler").unlink()
 
     _upload_to_fs_path(str(staging), fs, str(experiment))  # space again: the next sync completes

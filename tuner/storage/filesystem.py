@@ -80,11 +80,17 @@ def write_atomic(path_or_uri: str, data: bytes) -> None:
     write_atomic_at(*filesystem(path_or_uri), data)
 
 
+def temporary_beside(path: str) -> str:
+    """Where a file is written before it is renamed over `path`: beside it, so the rename stays within one
+    filesystem, and hidden, so listings pass it by."""
+    parent, name = path.rsplit("/", 1)
+    return f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+
+
 def write_atomic_at(fs: pafs.FileSystem, path: str, data: bytes) -> None:
     """write_atomic on a filesystem already opened (one of Ray's trials' storage_filesystem)."""
-    parent = path.rsplit("/", 1)[0]
-    fs.create_dir(parent, recursive=True)
-    temp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    temp = temporary_beside(path)
     try:
         with fs.open_output_stream(temp) as out:
             out.write(data)

@@ -15,7 +15,6 @@ LocalFileSystem's own. Unneeded once Ray uploads to a temporary name (see tuner/
 """
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,20 +25,15 @@ import pyarrow.fs as pafs
 from tuner.storage import filesystem
 
 
-def _temporary_name(path: str) -> str:
-    """Beside the file, so the rename is within one filesystem; hidden, so listings pass it by."""
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.{uuid.uuid4().hex}.partial")
-
-
 class _ReplacedWhenClosed:
-    """The file object behind one output stream: written under a temporary name, renamed over the
-    file only by a close that follows no failed write. An abandoned stream (a failed write, or one
-    garbage-collected unclosed) deletes its temporary file and leaves the old one as it was."""
+    """The file object behind one output stream: written under a temporary name (temporary_beside),
+    renamed over the file only by a close that follows no failed write. An abandoned stream (a failed
+    write, or one garbage-collected unclosed) deletes its temporary file and leaves the old one as it
+    was."""
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._temp = _temporary_name(path)
+        self._temp = filesystem.temporary_beside(path)
         # Buffered: it writes again after a short write (the last bytes that fit on a full disk)
         # until the kernel refuses with an error, where a raw write would leave the rest unwritten.
         self._file = open(self._temp, "xb")  # noqa: SIM115 (closed by close() or _abandon())
@@ -118,7 +112,7 @@ class WholeFileHandler(pafs.FileSystemHandler):
         return pyarrow.PythonFile(_ReplacedWhenClosed(path), mode="w")
 
     def copy_file(self, src: str, dest: str) -> None:
-        temp = _temporary_name(dest)
+        temp = filesystem.temporary_beside(dest)
         try:
             self._local.copy_file(src, temp)
             os.replace(temp, dest)
