@@ -3,7 +3,7 @@
 import logging
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -77,6 +77,60 @@ UNWRITTEN_PROGRESS_FILE = "Remote file not found"
 
 def quiet_unwritten_progress_file() -> AbstractContextManager[None]:
     return _filtered(TUNE_LOGGERS_LOGGER, True, UNWRITTEN_PROGRESS_FILE)
+
+
+# Ray Tune 2.60 logs each failed trial at ERROR with its traceback, and each failed upload to storage
+# (its syncer at WARNING, its experiment state at ERROR) with one too. When the storage takes no writes
+# (a full disk: a checkpoint or a state file could not be written), those tracebacks are Ray's and
+# pyarrow's, with nothing of the user's code in them, and the uploads fail again every few seconds:
+# one line per failed trial and one for the uploads instead, naming the storage's problem (the run's
+# end says what to do, in one line too). A trial that failed on anything but an OSError keeps its
+# traceback: a bug in the user's code shows the user's code. Can go when Ray words storage failures.
+TRIAL_FAILED = ("ray.tune.execution.tune_controller", "Trial task failed for trial")
+UPLOAD_FAILED = (
+    ("ray.train._internal.syncer", "Last sync command failed"),
+    ("ray.tune.execution.experiment_state", "Saving experiment state to storage at"),
+)
+
+
+class _StorageFailuresInOneLine(logging.Filter):
+    def __init__(self, storage: str, storage_problem: Callable[[], str | None]) -> None:
+        super().__init__()
+        self._storage, self._storage_problem = storage, storage_problem
+        self._uploads_said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        failure = record.exc_info[1] if record.exc_info else None
+        trial_failed = record.name == TRIAL_FAILED[0] and message.startswith(TRIAL_FAILED[1])
+        if trial_failed and not isinstance(getattr(failure, "cause", failure), OSError):
+            return True
+        upload_failed = any(record.name == name and message.startswith(start) for name, start in UPLOAD_FAILED)
+        if not (trial_failed or upload_failed) or (problem := self._storage_problem()) is None:
+            return True
+        tuner_log = logging.getLogger("tuner")
+        if trial_failed:
+            trial = message.removeprefix(TRIAL_FAILED[1]).strip()
+            tuner_log.warning("trial %s could not write to %s: %s", trial, self._storage, problem)
+        elif not self._uploads_said:
+            self._uploads_said = True
+            tuner_log.warning("Ray's uploads to %s fail: %s; it tries again at each save", self._storage, problem)
+        return False
+
+
+@contextmanager
+def storage_failures_in_one_line(storage: str, storage_problem: Callable[[], str | None]) -> Iterator[None]:
+    """For the block, Ray's failed trials and uploads while `storage` takes no writes (`storage_problem()`
+    says why, or None) are tuner warnings of one line instead of Ray's tracebacks."""
+    one_line = _StorageFailuresInOneLine(storage, storage_problem)
+    loggers = [logging.getLogger(name) for name, _ in (TRIAL_FAILED, *UPLOAD_FAILED)]
+    for logger in loggers:
+        logger.addFilter(one_line)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(one_line)
 
 
 # Ray 2.60's Train controller starts a PreemptionWatcher actor (max_restarts=-1) for every worker group,
