@@ -20,12 +20,17 @@ class _Kept(logging.Handler):
 
 @pytest.fixture
 def kept():
+    """The lines of tuner's and those Ray loggers, at WARNING: an earlier ray.init(logging_level=ERROR)
+    in the same session leaves Ray's loggers above it."""
     handler, names = _Kept(), ["tuner", logs.TRIAL_FAILED[0], *(name for name, _ in logs.UPLOAD_FAILED)]
+    levels = {name: logging.getLogger(name).level for name in names}
     for name in names:
         logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.WARNING)
     yield handler.lines
     for name in names:
         logging.getLogger(name).removeHandler(handler)
+        logging.getLogger(name).setLevel(levels[name])
 
 
 def _trial_failed(error: Exception) -> None:
@@ -33,7 +38,7 @@ def _trial_failed(error: Exception) -> None:
 
 
 def test_on_a_full_disk_ray_tracebacks_become_one_line_each(kept):
-    with logs.storage_failures_in_one_line("/results/x", lambda: "no space left on device"):
+    with logs.storage_failures_in_one_line(True, "/results/x", lambda: "no space left on device"):
         _trial_failed(OSError(errno.ENOSPC, "No space left on device"))
         for name, start in (*logs.UPLOAD_FAILED, *logs.UPLOAD_FAILED):
             logging.getLogger(name).warning(f"{start} '/results/x': Traceback ...")
@@ -43,9 +48,11 @@ def test_on_a_full_disk_ray_tracebacks_become_one_line_each(kept):
     ]
 
 
-def test_a_users_bug_or_a_writable_storage_keeps_rays_line(kept):
-    with logs.storage_failures_in_one_line("/results/x", lambda: "no space left on device"):
+def test_a_users_bug_a_writable_storage_or_verbose_keeps_rays_line(kept):
+    with logs.storage_failures_in_one_line(True, "/results/x", lambda: "no space left on device"):
         _trial_failed(ValueError("the user's own bug"))
-    with logs.storage_failures_in_one_line("/results/x", lambda: None):
+    with logs.storage_failures_in_one_line(True, "/results/x", lambda: None):
         _trial_failed(OSError(errno.EIO, "Input/output error"))
-    assert kept == [f"{logs.TRIAL_FAILED[0]}: Trial task failed for trial space_0001"] * 2
+    with logs.storage_failures_in_one_line(False, "/results/x", lambda: "no space left on device"):  # -v
+        _trial_failed(OSError(errno.ENOSPC, "No space left on device"))
+    assert kept == [f"{logs.TRIAL_FAILED[0]}: Trial task failed for trial space_0001"] * 3

@@ -233,7 +233,9 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
             logs.quiet_unwritten_progress_file(),
-            logs.storage_failures_in_one_line(experiment_path, lambda: filesystem.write_problem(experiment_path)),
+            logs.storage_failures_in_one_line(
+                verbose < 2, experiment_path, lambda: filesystem.write_problem(experiment_path)
+            ),
             logs.quiet_interrupt_advice(verbose < 2),
             private.callback_usage_untagged(),
         ):

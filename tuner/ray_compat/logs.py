@@ -119,11 +119,13 @@ class _StorageFailuresInOneLine(logging.Filter):
 
 
 @contextmanager
-def storage_failures_in_one_line(storage: str, storage_problem: Callable[[], str | None]) -> Iterator[None]:
+def storage_failures_in_one_line(
+    quiet: bool, storage: str, storage_problem: Callable[[], str | None]
+) -> Iterator[None]:
     """For the block, Ray's failed trials and uploads while `storage` takes no writes (`storage_problem()`
-    says why, or None) are tuner warnings of one line instead of Ray's tracebacks."""
+    says why, or None) are tuner warnings of one line instead of Ray's tracebacks (kept with -v)."""
     one_line = _StorageFailuresInOneLine(storage, storage_problem)
-    loggers = [logging.getLogger(name) for name, _ in (TRIAL_FAILED, *UPLOAD_FAILED)]
+    loggers = [logging.getLogger(name) for name, _ in (TRIAL_FAILED, *UPLOAD_FAILED)] if quiet else []
     for logger in loggers:
         logger.addFilter(one_line)
     try:
