@@ -10,7 +10,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ray import tune
 
@@ -345,6 +345,8 @@ def mistakes(tmp_path_factory):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(["report", "resume", "list", "submit"]), st.lists(COMMAND_WORDS, max_size=5))
+@example("report", ["~0"])  # found by this test: a `~user` with no such user made pathlib raise
+@example("list", ["~no_such_user_here/results"])
 def test_every_command_ends_cleanly_whatever_its_arguments(mistakes, monkeypatch, command, words):
     for name in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS", "TUNER_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)

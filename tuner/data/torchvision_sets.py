@@ -14,6 +14,7 @@ from torchvision import datasets
 from tuner.data import DATA_DIR_ENV
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
+from tuner.home import expand_home
 
 IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
@@ -30,7 +31,7 @@ def resolve_root(data_dir: str | None) -> Path:
     root = data_dir or os.environ.get(DATA_DIR_ENV)
     if not root:
         raise TunerError(f"this dataset is read from a local root; pass --data-dir DIR or set {DATA_DIR_ENV}")
-    path = Path(root).expanduser()
+    path = expand_home(root)
     if not path.is_dir():
         raise TunerError(f"data dir {path} does not exist; pass --data-dir with the folder that holds the dataset")
     return path

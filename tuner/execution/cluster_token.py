@@ -12,9 +12,9 @@ asks the cluster first (ray_compat.private.gcs_wants_token) and connects in the 
 """
 
 import os
-from pathlib import Path
 
 from tuner.errors import TunerError
+from tuner.home import expand_home
 from tuner.ray_compat import private
 
 DEFAULT_TOKEN_FILE = "~/.ray/auth_token"
@@ -28,7 +28,7 @@ def token_source() -> str | None:
         return "RAY_AUTH_TOKEN"
     if path := os.environ.get("RAY_AUTH_TOKEN_PATH"):
         return f"RAY_AUTH_TOKEN_PATH ({path})"
-    if Path(DEFAULT_TOKEN_FILE).expanduser().is_file():
+    if expand_home(DEFAULT_TOKEN_FILE).is_file():
         return DEFAULT_TOKEN_FILE
     return None
 

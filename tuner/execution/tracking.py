@@ -9,11 +9,11 @@ its event files into every trial directory through tensorboardX; `tensorboard` i
 import importlib.util
 import logging
 import shlex
-from pathlib import Path
 from typing import Any
 
 from tuner.command import install_command, with_extra
 from tuner.errors import TunerError
+from tuner.home import expand_home
 from tuner.settings.run import DEFAULT_MLFLOW_STORE
 
 
@@ -41,7 +41,7 @@ def tracking_uri(uri: str) -> str:
     directory need not be the user's by then."""
     if "://" in uri or uri.startswith(("sqlite:", "databricks")):
         return uri
-    path = Path(uri).expanduser().resolve()
+    path = expand_home(uri).resolve()
     return f"sqlite:///{path}" if path.suffix == ".db" else path.as_uri()
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from tuner.errors import TunerError
+from tuner.home import expand_home
 
 META_FILE = "tuner.json"
 
@@ -28,7 +29,7 @@ def default_experiment_name(space_name: str) -> str:
 
 def normalize(path_or_uri: str) -> str:
     """Ray wants absolute local paths; URIs pass through unchanged."""
-    return path_or_uri if "://" in path_or_uri else str(Path(path_or_uri).expanduser().resolve())
+    return path_or_uri if "://" in path_or_uri else str(expand_home(path_or_uri).resolve())
 
 
 def join(path_or_uri: str, *names: str) -> str:
