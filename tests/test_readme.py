@@ -208,3 +208,16 @@ def test_a_seed_that_never_reaches_the_target_is_inf_not_nan():
     assert bench.spread(reached) == "0.259 (0.245-0.300)"  # 25 % and 75 % fall on seeds: exact
     assert bench.spread(pd.Series([0.2, 0.3, math.inf])) == "0.300 (0.250-inf)"  # 75 %: half past the last seed
     assert bench.spread(pd.Series([0.2, 0.4])) == "0.300 (0.250-0.350)"  # linear, as pandas'
+
+
+def test_every_test_the_fault_table_names_exists():
+    """The fault table's last column names the test that proves each row: a renamed test leaves the row
+    pointing at nothing."""
+    text = (REPO / "README.md").read_text()
+    named = {name for row in text.splitlines() if row.startswith("| ") for name in re.findall(r"`(test_\w+)`", row)}
+    defined = {
+        found
+        for path in (REPO / "tests").rglob("test_*.py")
+        for found in re.findall(r"def (test_\w+)", path.read_text())
+    }
+    assert named and not named - defined, sorted(named - defined)

@@ -22,7 +22,7 @@ class _Kept(logging.Handler):
 def kept():
     """The lines of tuner's and those Ray loggers, at WARNING: an earlier ray.init(logging_level=ERROR)
     in the same session leaves Ray's loggers above it."""
-    handler, names = _Kept(), ["tuner", logs.TRIAL_FAILED[0], *(name for name, _ in logs.UPLOAD_FAILED)]
+    handler, names = _Kept(), list(dict.fromkeys(["tuner", logs.TRIAL_FAILED[0], *(n for n, _ in logs.SAVE_FAILED)]))
     levels = {name: logging.getLogger(name).level for name in names}
     for name in names:
         logging.getLogger(name).addHandler(handler)
@@ -37,14 +37,25 @@ def _trial_failed(error: Exception) -> None:
     logging.getLogger(logs.TRIAL_FAILED[0]).error("Trial task failed for trial space_0001", exc_info=error)
 
 
+def _never_collected(cause: str) -> None:
+    """Ray core's line for a trial's failure nobody collected: RayTaskError's text, ending in its cause."""
+    logging.getLogger("ray._private.worker").error(
+        "Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::ImplicitFunc.train() (pid=1, "
+        f'repr=run_trial)\n  File "loop.py", line 3, in train\n{cause}'
+    )
+
+
 def test_on_a_full_disk_ray_tracebacks_become_one_line_each(kept):
     with logs.storage_failures_in_one_line(True, "/results/x", lambda: "no space left on device"):
         _trial_failed(OSError(errno.ENOSPC, "No space left on device"))
-        for name, start in (*logs.UPLOAD_FAILED, *logs.UPLOAD_FAILED):
-            logging.getLogger(name).warning(f"{start} '/results/x': Traceback ...")
+        for name, start in (*logs.SAVE_FAILED, *logs.SAVE_FAILED):
+            if name == "ray._private.worker":
+                _never_collected("OSError: When getting information for key 'x/.validate_storage_marker'")
+            else:
+                logging.getLogger(name).warning(f"{start} '/results/x'", exc_info=OSError(errno.ENOSPC, "full"))
     assert kept == [
         "tuner: trial space_0001 could not write to /results/x: no space left on device",
-        "tuner: Ray's uploads to /results/x fail: no space left on device; it tries again at each save",
+        "tuner: Ray could not save to /results/x: no space left on device",
     ]
 
 
@@ -53,6 +64,13 @@ def test_a_users_bug_a_writable_storage_or_verbose_keeps_rays_line(kept):
         _trial_failed(ValueError("the user's own bug"))
     with logs.storage_failures_in_one_line(True, "/results/x", lambda: None):
         _trial_failed(OSError(errno.EIO, "Input/output error"))
+        _never_collected("OSError: Input/output error")
     with logs.storage_failures_in_one_line(False, "/results/x", lambda: "no space left on device"):  # -v
         _trial_failed(OSError(errno.ENOSPC, "No space left on device"))
-    assert kept == [f"{logs.TRIAL_FAILED[0]}: Trial task failed for trial space_0001"] * 3
+    with logs.storage_failures_in_one_line(True, "/results/x", lambda: "no space left on device"):
+        _never_collected("ValueError: the user's own bug")
+    assert kept[:2] == [f"{logs.TRIAL_FAILED[0]}: Trial task failed for trial space_0001"] * 2
+    assert kept[2].startswith("ray._private.worker: Unhandled error") and kept[2].endswith("Input/output error")
+    assert kept[3] == f"{logs.TRIAL_FAILED[0]}: Trial task failed for trial space_0001"
+    assert kept[4].startswith("ray._private.worker: Unhandled error") and kept[4].endswith("own bug")
+    assert len(kept) == 5

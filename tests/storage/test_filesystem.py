@@ -30,3 +30,15 @@ def test_a_name_goes_on_the_path_before_the_query():
 def test_paths_without_a_query_join_plainly(path, joined):
     assert filesystem.join(path, "exp") == joined
     assert filesystem.split(joined) == (path.rstrip("/"), "exp")
+
+
+def test_a_recent_write_problem_holds_for_its_time_then_is_asked_again(tmp_path):
+    """The storage's problem is asked once for a burst of failures (a probe of an object store that is gone
+    takes ~6 s), and afresh once its time is up."""
+    (tmp_path / "results").write_text("a file where the storage directory should be")
+    storage = str(tmp_path / "results" / "experiment")
+    held, asked_again = filesystem.recent_write_problem(storage), filesystem.recent_write_problem(storage, 0)
+    assert held() == asked_again() == f"{tmp_path / 'results'} is not a directory"
+    (tmp_path / "results").unlink()  # put right
+    assert held() == f"{tmp_path / 'results'} is not a directory"
+    assert asked_again() is None

@@ -6,7 +6,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import ray
@@ -194,13 +194,14 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
         )
     try:
         path, storage_filesystem = ray_storage(experiment_path)
-        return tune.Tuner.restore(
-            path,
-            trainable=trainable(setup),
-            resume_unfinished=True,
-            resume_errored=True,
-            storage_filesystem=storage_filesystem,
-        )
+        with logs.quiet_analysis_warnings():  # Ray reads the trials' results as it restores
+            return tune.Tuner.restore(
+                path,
+                trainable=trainable(setup),
+                resume_unfinished=True,
+                resume_errored=True,
+                storage_filesystem=storage_filesystem,
+            )
     except (ModuleNotFoundError, AttributeError) as error:
         if "tuner" not in str(error):
             raise _unrestorable(experiment_path, error) from None
@@ -226,6 +227,7 @@ def _unrestorable(experiment_path: str, error: Exception) -> TunerError:
 def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: int) -> str | None:
     """Run the trials; returns the warning about param_space keys no trial read (None if every key was
     read), also kept in tuner.json."""
+    storage_problem = filesystem.recent_write_problem(experiment_path)
     try:
         with (
             env.quiet_tune_reporter(verbose),
@@ -233,23 +235,29 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             logs.quiet_analysis_warnings(),
             logs.quiet_pbt_reuse_advice(),
             logs.quiet_unwritten_progress_file(),
-            logs.storage_failures_in_one_line(
-                verbose < 2, experiment_path, lambda: filesystem.write_problem(experiment_path)
-            ),
+            logs.storage_failures_in_one_line(verbose < 2, experiment_path, storage_problem),
             logs.quiet_interrupt_advice(verbose < 2),
             private.callback_usage_untagged(),
         ):
             started = time.monotonic()
             try:
                 results = tuner.fit()
-            finally:  # Ctrl-C included: the run has ended either way
+            except Exception:
+                # The storage first: each further call to an object store that went away waits out its
+                # retries (~6 s with pyarrow's defaults) only to fail as the run did.
+                check_storage(experiment_path, storage_problem)
                 _record_end(experiment_path)
+                raise
+            except BaseException:  # Ctrl-C: the run has ended all the same
+                _record_end(experiment_path)
+                raise
+            if results.num_errors:
+                # Ray may also end normally, its trials failed on the storage: the same error, and nothing
+                # deleted or rewritten (retiring checkpoints would free space and hide the cause).
+                check_storage(experiment_path, storage_problem)
+            _record_end(experiment_path)
             if stopped_by := _stopped_by(results, meta, time.monotonic() - started):
                 meta_file.update(experiment_path, stopped_by=stopped_by)
-        if results.num_errors:
-            # Ray may also end normally, its trials failed on the storage: the same error, and nothing
-            # deleted or rewritten (retiring checkpoints would free space and hide the cause).
-            check_storage(experiment_path)
         if schedulers.retires_checkpoints(meta.tuning.scheduler):
             retire_after_fit(results)
         return _unread(results, meta, experiment_path)
@@ -258,7 +266,7 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
     except Exception as error:
         # A full or read-only storage makes Ray fail in many places (checkpoints, state files, even
         # its own error files); what the user must know is that the storage is the cause.
-        check_storage(experiment_path)
+        check_storage(experiment_path, storage_problem)
         if errors.is_missing_metric(error):
             raise TunerError(
                 f"a trial reported without metric {meta.objective.metric!r}, which the search ranks by; "
@@ -317,8 +325,8 @@ def _unread(results: tune.ResultGrid, meta: ExperimentMeta, experiment_path: str
     return warning
 
 
-def check_storage(experiment_path: str) -> None:
-    if problem := filesystem.write_problem(experiment_path):
+def check_storage(experiment_path: str, storage_problem: Callable[[], str | None]) -> None:
+    if problem := storage_problem():
         remedy = "once it answers again" if filesystem.is_remote(experiment_path) else "free space or make it writable"
         raise TunerError(
             f"cannot write to {experiment_path}: {problem}; what was written is kept: {remedy}, "

@@ -81,15 +81,23 @@ def quiet_unwritten_progress_file() -> AbstractContextManager[None]:
 
 # Ray Tune 2.60 logs each failed trial at ERROR with its traceback, and each failed upload to storage
 # (its syncer at WARNING, its experiment state at ERROR) with one too. When the storage takes no writes
-# (a full disk: a checkpoint or a state file could not be written), those tracebacks are Ray's and
-# pyarrow's, with nothing of the user's code in them, and the uploads fail again every few seconds:
-# one line per failed trial and one for the uploads instead, naming the storage's problem (the run's
-# end says what to do, in one line too). A trial that failed on anything but an OSError keeps its
-# traceback: a bug in the user's code shows the user's code. Can go when Ray words storage failures.
+# (a full disk: a checkpoint or a state file could not be written; an object store gone: even a listing
+# fails, and tuner's checkpoint retention raising from Ray's snapshot ends the run at once), those
+# tracebacks are Ray's and pyarrow's, with nothing of the user's code in them, and the uploads fail
+# again every few seconds: one line per failed trial and one for everything else Ray could not save
+# instead, naming the storage's problem (the run's end says what to do, in one line too). A trial that
+# failed on anything but an OSError keeps its traceback: a bug in the user's code shows the user's
+# code. Can go when Ray words storage failures.
 TRIAL_FAILED = ("ray.tune.execution.tune_controller", "Trial task failed for trial")
-UPLOAD_FAILED = (
+SAVE_FAILED = (
     ("ray.train._internal.syncer", "Last sync command failed"),
     ("ray.tune.execution.experiment_state", "Saving experiment state to storage at"),
+    ("ray.tune.execution.tune_controller", "Trial controller checkpointing failed"),
+    ("ray.tune.execution.tune_controller", "Error encountered during processing of callbacks"),
+    ("ray.tune.execution.tune_controller", "Trial %s: Error handling checkpoint"),
+    # A trial's failure Ray never collected, as the run ended on a failed snapshot: RayTaskError's text,
+    # which ends in the cause's `OSError: ...` line.
+    ("ray._private.worker", "Unhandled error"),
 )
 
 
@@ -97,24 +105,28 @@ class _StorageFailuresInOneLine(logging.Filter):
     def __init__(self, storage: str, storage_problem: Callable[[], str | None]) -> None:
         super().__init__()
         self._storage, self._storage_problem = storage, storage_problem
-        self._uploads_said = False
+        self._saves_said = False
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = str(record.msg)
         failure = record.exc_info[1] if record.exc_info else None
         trial_failed = record.name == TRIAL_FAILED[0] and message.startswith(TRIAL_FAILED[1])
-        if trial_failed and not isinstance(getattr(failure, "cause", failure), OSError):
-            return True
-        upload_failed = any(record.name == name and message.startswith(start) for name, start in UPLOAD_FAILED)
-        if not (trial_failed or upload_failed) or (problem := self._storage_problem()) is None:
+        save_failed = any(record.name == name and message.startswith(start) for name, start in SAVE_FAILED)
+        if trial_failed or failure is not None:
+            if not isinstance(getattr(failure, "cause", failure), OSError):
+                return True
+        elif save_failed and record.name == "ray._private.worker":
+            if not message.rstrip().splitlines()[-1].startswith(("OSError", "FileNotFoundError")):
+                return True
+        if not (trial_failed or save_failed) or (problem := self._storage_problem()) is None:
             return True
         tuner_log = logging.getLogger("tuner")
         if trial_failed:
             trial = message.removeprefix(TRIAL_FAILED[1]).strip()
             tuner_log.warning("trial %s could not write to %s: %s", trial, self._storage, problem)
-        elif not self._uploads_said:
-            self._uploads_said = True
-            tuner_log.warning("Ray's uploads to %s fail: %s; it tries again at each save", self._storage, problem)
+        elif not self._saves_said:
+            self._saves_said = True
+            tuner_log.warning("Ray could not save to %s: %s", self._storage, problem)
         return False
 
 
@@ -122,10 +134,13 @@ class _StorageFailuresInOneLine(logging.Filter):
 def storage_failures_in_one_line(
     quiet: bool, storage: str, storage_problem: Callable[[], str | None]
 ) -> Iterator[None]:
-    """For the block, Ray's failed trials and uploads while `storage` takes no writes (`storage_problem()`
-    says why, or None) are tuner warnings of one line instead of Ray's tracebacks (kept with -v)."""
+    """For the block, Ray's failed trials and saves while `storage` takes no writes (`storage_problem()`
+    says why, or None: asked at each such record, so one that keeps its answer a while, as
+    filesystem.recent_write_problem does, spares a burst of them a probe each) are tuner warnings of
+    one line instead of Ray's tracebacks (kept with -v)."""
     one_line = _StorageFailuresInOneLine(storage, storage_problem)
-    loggers = [logging.getLogger(name) for name, _ in (TRIAL_FAILED, *UPLOAD_FAILED)] if quiet else []
+    names = dict.fromkeys(name for name, _ in (TRIAL_FAILED, *SAVE_FAILED))
+    loggers = [logging.getLogger(name) for name in names] if quiet else []
     for logger in loggers:
         logger.addFilter(one_line)
     try:
@@ -141,16 +156,22 @@ def storage_failures_in_one_line(
 # trial, about Ray's own actor, with nothing for the user to do. Ray's only switch
 # (RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0) turns the watcher itself off, so the line is dropped on its way
 # to the console instead. Can go when Ray no longer warns about its own watcher (ray-project/ray#53727).
-CORE_WORKER_NOISE = ("'PreemptionWatcher'", "max_restarts > 0")
+# Also pyarrow's C++, which prints to stderr when a stream it destroys fails to close: a trial's upload
+# cut short by a storage that stopped answering, which the trial's failure and the run's end each say in
+# one line (storage_failures_in_one_line). Can go when pyarrow raises it instead.
+WORKER_NOISE = (
+    ("'PreemptionWatcher'", "max_restarts > 0"),
+    ("arrow/io/interfaces.cc", "Error ignored when destroying file"),
+)
 
 
 def _is_noise(line: str) -> bool:
-    return all(part in line for part in CORE_WORKER_NOISE)
+    return any(all(part in line for part in parts) for parts in WORKER_NOISE)
 
 
 @contextmanager
 def quiet_worker_lines(quiet: bool) -> Iterator[None]:
-    """Drops CORE_WORKER_NOISE from the worker lines Ray prints on the driver (log_to_driver), or on a
+    """Drops WORKER_NOISE from the worker lines Ray prints on the driver (log_to_driver), or on a
     Ray Client through its log stream, for the block; enter it once Ray is up."""
     if not quiet:
         yield

@@ -11,6 +11,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -133,6 +134,21 @@ def write_problem(path_or_uri: str) -> str | None:
     if shutil.disk_usage(existing).free < LOW_SPACE_BYTES:  # the probe fit; the next checkpoint would not
         return os.strerror(errno.ENOSPC).lower()
     return None
+
+
+def recent_write_problem(path_or_uri: str, kept_s: float = 10.0) -> Callable[[], str | None]:
+    """write_problem as a function whose answer holds for `kept_s`: a run failing on its storage is a burst
+    of Ray's records and then tuner's own check, and a probe of an object store that went away waits out
+    pyarrow's retries (~6 s) each time."""
+    found: list[tuple[float, str | None]] = []
+
+    def problem() -> str | None:
+        now = time.monotonic()
+        if not found or now - found[0][0] > kept_s:
+            found[:] = [(now, write_problem(path_or_uri))]
+        return found[0][1]
+
+    return problem
 
 
 def os_reason(err: OSError) -> str:

@@ -6,6 +6,12 @@ after its process died, a PBT exploit, a resumed pause), the loggers first copy 
 over the staging one, so the rows written since the last sync are lost: a trial killed right after its
 epoch-11 checkpoint went on at epoch 12 with no epoch-11 row. Uploading the staging files just before
 the loggers restore them makes the copy they restore from complete.
+
+A resume has no staging copy: it restores from what storage holds. Ray uploads its experiment state and
+every trial's files in one parallel copy, so a copy cut short (an object store that went away, a driver
+killed) could leave a state that resumes a trial from a checkpoint whose rows never reached storage: a
+resume against a store stopped mid-run lost an epoch's row. So the rows of every trial that reported
+since the last snapshot go to storage first, before Ray uploads the state that counts on them.
 """
 
 from pathlib import Path
@@ -23,17 +29,44 @@ RESTORED_FILES = (EXPR_RESULT_FILE, EXPR_PROGRESS_FILE)
 class KeepResultRows(tune.Callback):
     """Must come before Ray's own loggers; user callbacks do, since Ray appends its loggers after them."""
 
+    def __init__(self) -> None:
+        self._trials: list[Trial] = []  # Ray's own list of the experiment's trials, kept up to date by Ray
+        self._uploaded: dict[Path, tuple[int, int]] = {}  # a staged file's (size, mtime) when last uploaded
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        self._trials = trials
+
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         if trial.checkpoint is None:
             return  # a first start: the loggers restore nothing
         # The staging copy holds every row this driver wrote, and on a driver that has not run the
         # trial yet it does not exist, so it is never older than the copy in storage.
-        assert trial.local_path is not None and trial.storage is not None, "Tune sets both before a trial starts"
+        self._upload(trial)
+
+    def get_state(self) -> None:
+        """Ray calls this at every snapshot, right after writing its state file and before uploading it."""
+        for trial in self._trials:
+            try:
+                self._upload(trial, changed_only=True)
+            except OSError:
+                # The storage fails: Ray's upload of the state right after fails alike, and says so.
+                return None
+        return None  # nothing to save: a resumed driver starts afresh
+
+    def _upload(self, trial: Trial, changed_only: bool = False) -> None:
+        if trial.local_path is None or trial.storage is None:
+            return  # not started yet: no rows
         for name in RESTORED_FILES:
             staged = Path(trial.local_path, name)
-            if staged.is_file():
-                pyarrow.fs.copy_files(
-                    str(staged),
-                    f"{trial.storage.trial_fs_path}/{name}",
-                    destination_filesystem=trial.storage.storage_filesystem,
-                )
+            try:
+                stat = staged.stat()
+            except FileNotFoundError:
+                continue
+            if changed_only and self._uploaded.get(staged) == (stat.st_size, stat.st_mtime_ns):
+                continue
+            pyarrow.fs.copy_files(
+                str(staged),
+                f"{trial.storage.trial_fs_path}/{name}",
+                destination_filesystem=trial.storage.storage_filesystem,
+            )
+            self._uploaded[staged] = (stat.st_size, stat.st_mtime_ns)
