@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import ray
 
+from tuner.ray_compat import private
+
 REPO = Path(__file__).resolve().parent.parent
 # 4 trials x 2 epochs of an MLP on digits: the smallest real grid experiment.
 TINY_GRID = """
@@ -39,7 +41,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Ray down before the interpreter's teardown: no_ray_left_running does it after each module, this is
     for one started outside a module's tests."""
     if ray.is_initialized():
-        ray.shutdown()
+        shutdown_ray()
 
 
 @pytest.hookimpl(trylast=True)
@@ -49,6 +51,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     still there. Should it happen again, the stacks of every thread go to stderr (pytest's own
     faulthandler has stopped by now) and the exit status is the signal's, never a success."""
     faulthandler.enable(file=sys.__stderr__, all_threads=True)
+
+
+def shutdown_ray() -> None:
+    """ray.shutdown() as tuner's own runs end (tuner/execution/cluster.py, _shutdown): the autoscaler
+    monitor stopped first, or Ray's shutdown waits out its 1 s grace period at every instance's end."""
+    private.stop_local_monitor()
+    ray.shutdown()
 
 
 def start_shared_ray() -> None:
@@ -78,7 +87,7 @@ def no_ray_left_running() -> Iterator[None]:
     cores, and its native threads would still be running as the interpreter tears down (pytest_unconfigure)."""
     yield
     if ray.is_initialized():
-        ray.shutdown()
+        shutdown_ray()
 
 
 @pytest.fixture
@@ -87,7 +96,7 @@ def own_ray(capsys) -> None:
     step run while it starts, and multi-worker trials get the State API that a Ray started by tuner has
     (tuner/execution/cluster.py, connect(state_api=...)). The shared instance stops for it."""
     if ray.is_initialized():
-        ray.shutdown()
+        shutdown_ray()
         capsys.readouterr()  # the log lines Ray flushes as it shuts down are the earlier tests'
 
 

@@ -14,6 +14,7 @@ import pytest
 import ray
 
 import tuner
+from tests.conftest import shutdown_ray
 from tuner.settings import RunOptions
 from tuner.spec import space as spaces
 
@@ -54,7 +55,7 @@ def test_auto_gives_each_trial_a_gpu_of_the_cluster_and_says_so_in_one_line(own_
                 RunOptions(storage_path=str(tmp_path / "results"), name="half"),
             )
     finally:
-        ray.shutdown()
+        shutdown_ray()
     lines = [record.getMessage() for record in caplog.records if "GPU" in record.getMessage()]
     assert lines == [
         "tuner: 1 trial per GPU on 2 GPUs (the driver has no GPU to measure a trial on; to share each GPU "

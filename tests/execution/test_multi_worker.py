@@ -12,7 +12,7 @@ import ray
 import torch
 from ray.util.state import list_actors
 
-from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints
+from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints, shutdown_ray
 from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.spec import space as spaces
 from tuner.storage.decisions import read as decision_rows
@@ -28,10 +28,10 @@ def ray_with_state_api() -> Iterator[None]:
     connect(state_api=...)), so a worker group left behind by one test is released, not kept from the
     next. The scheduler test, whose trials each need both CPUs, comes last of its users."""
     if ray.is_initialized():
-        ray.shutdown()
+        shutdown_ray()
     ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1", logging_level="ERROR")
     yield
-    ray.shutdown()
+    shutdown_ray()
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,8 @@ import signal
 import textwrap
 
 import pytest
-import ray
 
-from tests.conftest import TINY_GRID, epochs_checkpointed, run_tuner
+from tests.conftest import TINY_GRID, epochs_checkpointed, run_tuner, shutdown_ray
 from tests.e2e.test_faults import finish, kill_group, start, wait_until
 
 pytestmark = pytest.mark.slow
@@ -51,7 +50,7 @@ def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(
     assert tuner_here("run", "tiny.py", "--name", "done", "-q", cwd=tmp_path).returncode == 0
     failed = tuner_here("run", "broken.py", "--name", "broken", "--no-smoke", "--max-failures", "0", "-q", cwd=tmp_path)
     assert failed.returncode == 1, failed.stderr[-3000:]
-    ray.shutdown()  # the process below starts its own, on the same two cores
+    shutdown_ray()  # the process below starts its own, on the same two cores
 
     driver = start(tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q")
     try:
