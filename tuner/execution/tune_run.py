@@ -145,7 +145,9 @@ def new_tuner(
         uri = tracking.tracking_uri(options.mlflow)
         log.info("mlflow: every trial is a run of experiment %s in %s (%s)", name, uri, tracking.ui_command(uri))
     if schedulers.retires_checkpoints(plan.tuning.scheduler):
-        callbacks.append(RetireCheckpoints())
+        # First: its look at storage at each snapshot fails on a store that went away and ends the run,
+        # before KeepResultRows waits out its own upload's retries (~6 s) to the same end.
+        callbacks.insert(0, RetireCheckpoints())
     if isinstance(plan.scheduler, decisions.Recording):
         plan.scheduler.record_to(DecisionFile())  # why each trial stopped: decisions.jsonl
     stop = spec.budget.stop_condition

@@ -143,9 +143,9 @@ def recent_write_problem(path_or_uri: str, kept_s: float = 10.0) -> Callable[[],
     found: list[tuple[float, str | None]] = []
 
     def problem() -> str | None:
-        now = time.monotonic()
-        if not found or now - found[0][0] > kept_s:
-            found[:] = [(now, write_problem(path_or_uri))]
+        if not found or time.monotonic() - found[0][0] > kept_s:
+            answer = write_problem(path_or_uri)
+            found[:] = [(time.monotonic(), answer)]  # from the answer on: the probe itself may take seconds
         return found[0][1]
 
     return problem
