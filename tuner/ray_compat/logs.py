@@ -92,6 +92,7 @@ TRIAL_FAILED = ("ray.tune.execution.tune_controller", "Trial task failed for tri
 SAVE_FAILED = (
     ("ray.train._internal.syncer", "Last sync command failed"),
     ("ray.tune.execution.experiment_state", "Saving experiment state to storage at"),
+    ("ray.train._internal.storage", "Caught exception when creating directory"),
     ("ray.tune.execution.tune_controller", "Trial controller checkpointing failed"),
     ("ray.tune.execution.tune_controller", "Error encountered during processing of callbacks"),
     ("ray.tune.execution.tune_controller", "Trial %s: Error handling checkpoint"),
