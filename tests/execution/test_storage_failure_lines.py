@@ -39,7 +39,7 @@ def _trial_failed(error: Exception) -> None:
 
 def _never_collected(cause: str) -> None:
     """Ray core's line for a trial's failure nobody collected: RayTaskError's text, ending in its cause."""
-    logging.getLogger("ray._private.worker").error(
+    logging.getLogger(logs.NEVER_COLLECTED[0]).error(
         "Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::ImplicitFunc.train() (pid=1, "
         f'repr=run_trial)\n  File "loop.py", line 3, in train\n{cause}'
     )
@@ -49,7 +49,7 @@ def test_on_a_full_disk_ray_tracebacks_become_one_line_each(kept):
     with logs.storage_failures_in_one_line(True, "/results/x", lambda: "no space left on device"):
         _trial_failed(OSError(errno.ENOSPC, "No space left on device"))
         for name, start in (*logs.SAVE_FAILED, *logs.SAVE_FAILED):
-            if name == "ray._private.worker":
+            if (name, start) == logs.NEVER_COLLECTED:
                 _never_collected("OSError: When getting information for key 'x/.validate_storage_marker'")
             else:
                 logging.getLogger(name).warning(f"{start} '/results/x'", exc_info=OSError(errno.ENOSPC, "full"))

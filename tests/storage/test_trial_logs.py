@@ -17,6 +17,7 @@ import pytest
 from ray import tune
 
 from tuner.storage.trial_logs import KeepResultRows
+from tuner.storage.whole_files import ray_storage
 
 EPOCHS = 5
 
@@ -112,11 +113,18 @@ def test_every_snapshot_finds_the_rows_it_counts_on_already_in_storage(local_ray
     counts = {}
     for name, callbacks in (("kept", [KeepResultRows()]), ("control", [])):
         checked = _RowsBehindAtSnapshots()
+        # Storage as tuner hands it to Ray (each file replaced whole): Ray's in-place rewrite would let the
+        # count read a file cut short mid-upload.
+        path, storage_filesystem = ray_storage(str(tmp_path))
         tune.Tuner(
             _reporting,
             param_space={"x": tune.grid_search([1, 2])},
             run_config=tune.RunConfig(
-                name=name, storage_path=str(tmp_path), callbacks=[*callbacks, checked], verbose=0
+                name=name,
+                storage_path=path,
+                storage_filesystem=storage_filesystem,
+                callbacks=[*callbacks, checked],
+                verbose=0,
             ),
         ).fit()
         counts[name] = (checked.behind, checked.snapshots)

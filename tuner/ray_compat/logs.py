@@ -89,6 +89,9 @@ def quiet_unwritten_progress_file() -> AbstractContextManager[None]:
 # failed on anything but an OSError keeps its traceback: a bug in the user's code shows the user's
 # code. Can go when Ray words storage failures.
 TRIAL_FAILED = ("ray.tune.execution.tune_controller", "Trial task failed for trial")
+# A trial's failure Ray never collected, as the run ended on a failed snapshot: RayTaskError's text, which
+# ends in the cause's `OSError: ...` line.
+NEVER_COLLECTED = ("ray._private.worker", "Unhandled error")
 SAVE_FAILED = (
     ("ray.train._internal.syncer", "Last sync command failed"),
     ("ray.tune.execution.experiment_state", "Saving experiment state to storage at"),
@@ -96,9 +99,7 @@ SAVE_FAILED = (
     ("ray.tune.execution.tune_controller", "Trial controller checkpointing failed"),
     ("ray.tune.execution.tune_controller", "Error encountered during processing of callbacks"),
     ("ray.tune.execution.tune_controller", "Trial %s: Error handling checkpoint"),
-    # A trial's failure Ray never collected, as the run ended on a failed snapshot: RayTaskError's text,
-    # which ends in the cause's `OSError: ...` line.
-    ("ray._private.worker", "Unhandled error"),
+    NEVER_COLLECTED,
 )
 
 
@@ -116,7 +117,7 @@ class _StorageFailuresInOneLine(logging.Filter):
         if trial_failed or failure is not None:
             if not isinstance(getattr(failure, "cause", failure), OSError):
                 return True
-        elif save_failed and record.name == "ray._private.worker":
+        elif save_failed and record.name == NEVER_COLLECTED[0]:
             if not message.rstrip().splitlines()[-1].startswith(("OSError", "FileNotFoundError")):
                 return True
         if not (trial_failed or save_failed) or (problem := self._storage_problem()) is None:

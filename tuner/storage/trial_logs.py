@@ -49,8 +49,7 @@ class KeepResultRows(tune.Callback):
             try:
                 self._upload(trial, changed_only=True)
             except OSError:
-                # The storage fails: Ray's upload of the state right after fails alike, and says so.
-                return None
+                break  # the storage fails: Ray's upload of the state right after fails alike, and says so
         return None  # nothing to save: a resumed driver starts afresh
 
     def _upload(self, trial: Trial, changed_only: bool = False) -> None:
