@@ -1,6 +1,7 @@
 """Against a real Ray head started with `ray start --head` on loopback, with token authentication on:
 `tuner run --address`, `tuner submit` (Ray Jobs) and the local dashboard of `tuner run --dashboard`."""
 
+import contextlib
 import json
 import os
 import secrets
@@ -14,7 +15,9 @@ import textwrap
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pandas as pd
 import pytest
@@ -387,15 +390,41 @@ def _lan_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
+@contextlib.contextmanager
+def _held(port: int) -> Iterator[None]:
+    """`port` on loopback taken, as another Ray's dashboard takes it (taken already: just as good)."""
+    with socket.socket() as holder:
+        try:
+            holder.bind(("127.0.0.1", port))
+            holder.listen()
+        except OSError:
+            pass
+        yield
+
+
+def test_a_named_dashboard_port_in_use_is_one_line_before_ray_starts(workdir):
+    port = free_port()
+    with _held(port):
+        refused = run_tuner(
+            "run", "tiny.py", "--dashboard", "--dashboard-port", str(port), "--storage-path", "held", cwd=workdir
+        )
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert refused.stderr.strip() == (
+        f"tuner: error: --dashboard-port {port} cannot be used on 127.0.0.1 (Address already in use; another "
+        "Ray's dashboard?); give another port, or leave the option out for the first free one from 8265"
+    )
+    assert not (workdir / "held").exists()
+
+
 def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
-    port, token = free_port(), secrets.token_hex(16)
+    """--dashboard with 8265 taken (another run's dashboard): Ray's next free port, announced; the API
+    wants Ray's token and nothing answers on the LAN."""
+    token = secrets.token_hex(16)
     # RAY_AUTH_MODE unset: token authentication must be on by Ray's default for a local instance.
     command, env = tuner_process(
         "run",
         "tiny.py",
         "--dashboard",
-        "--dashboard-port",
-        str(port),
         "--storage-path",
         str(workdir / "results"),
         "--name",
@@ -403,35 +432,37 @@ def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
         env={"RAY_AUTH_TOKEN": token, "RAY_ADDRESS": ""},
     )
     env.pop("RAY_AUTH_MODE", None)
-    driver = subprocess.Popen(
-        command,
-        cwd=workdir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        announced = False
-        for line in driver.stdout:
-            if line.startswith("Ray dashboard:"):
-                assert line.split()[2] == url and "token authentication is on" in line
-                announced = True
-                break
-        assert announced, "the run ended without printing the dashboard URL"
-        _wait_for(f"{url}/")
-        assert _status(f"{url}/api/jobs/") == 401  # the API wants the token
-        assert _status(f"{url}/api/jobs/", token) == 200
-        lan = _lan_address()
-        if lan is not None:
-            with pytest.raises(OSError):
-                socket.create_connection((lan, port), timeout=3).close()
-        output = driver.stdout.read()
-        assert driver.wait(timeout=300) == 0, output[-3000:]
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(timeout=30)
+    with _held(8265):
+        driver = subprocess.Popen(
+            command,
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            url = None
+            for line in driver.stdout:
+                if line.startswith("Ray dashboard:"):
+                    url = line.split()[2]
+                    assert "token authentication is on" in line, line
+                    break
+            assert url is not None, "the run ended without printing the dashboard URL"
+            host, port = urlsplit(url).hostname, urlsplit(url).port
+            assert host == "127.0.0.1" and port is not None and port != 8265, url
+            _wait_for(f"{url}/")
+            assert _status(f"{url}/api/jobs/") == 401  # the API wants the token
+            assert _status(f"{url}/api/jobs/", token) == 200
+            lan = _lan_address()
+            if lan is not None:
+                with pytest.raises(OSError):
+                    socket.create_connection((lan, port), timeout=3).close()
+            output = driver.stdout.read()
+            assert driver.wait(timeout=300) == 0, output[-3000:]
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait(timeout=30)
     assert pd.read_csv(workdir / "results" / "dashboard" / "trials.csv")["status"].eq("finished").all()

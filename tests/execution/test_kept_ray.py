@@ -22,13 +22,15 @@ SMALL = TINY_GRID.replace("epochs = 2", "epochs = 1")
 
 
 def gcs_servers() -> set[int]:
-    """The pids of every Ray GCS on this machine."""
-    found = set()
+    """The pids of every Ray GCS this test session's runs started: those that inherited its
+    TUNER_RUNTIME_DIR (tests/conftest.py, own_runtime_dir), not those of tests running beside it."""
+    ours, found = os.environ["TUNER_RUNTIME_DIR"], set()
     for process in psutil.process_iter(["name", "cmdline"]):
         try:
-            if "gcs_server" in (process.info["name"] or "") or any(
-                "gcs_server" in part for part in process.info["cmdline"] or []
-            ):
+            if (
+                "gcs_server" in (process.info["name"] or "")
+                or any("gcs_server" in part for part in process.info["cmdline"] or [])
+            ) and process.environ().get("TUNER_RUNTIME_DIR") == ours:
                 found.add(process.pid)
         except psutil.Error:
             continue

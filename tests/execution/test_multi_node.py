@@ -25,7 +25,7 @@ import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
-from tests.conftest import epochs_checkpointed_by_trial, run_tuner, tuner_process
+from tests.conftest import epochs_checkpointed_by_trial, free_port, run_tuner, tuner_process
 from tests.e2e.test_faults import SPACE, finish, kill_group, wait_until
 
 pytestmark = pytest.mark.slow
@@ -66,6 +66,7 @@ def cluster() -> Iterator[Cluster]:
             head_node_args={
                 "num_cpus": 0,
                 "include_dashboard": True,
+                "dashboard_port": free_port(),  # not 8265, which another test's Ray may hold
                 "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
             },
         )

@@ -66,8 +66,9 @@ def test_each_strategy_trains_a_shipped_and_an_own_model_on_two_workers(
     # A Ray this process started is a local instance: no node of it is ever drained and no autoscaler
     # adds any, so no Train run starts a preemption watcher (a process per run) or the autoscaling
     # coordinator (a process per instance) on it.
+    gcs = ray.get_runtime_context().gcs_address  # not found by looking: another test's Ray may be up
     for needless in ("PreemptionWatcher", "_AutoscalingCoordinatorActor"):
-        assert not list_actors(filters=[("class_name", "=", needless)]), needless
+        assert not list_actors(address=gcs, filters=[("class_name", "=", needless)]), needless
 
 
 PBT_DDP_SPACE = """

@@ -28,7 +28,7 @@ from tuner.execution import kept_ray
 from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
 from tuner.ray_compat import env, errors, logs, private
 from tuner.settings.budgets import parse_keep
-from tuner.settings.run import LOOPBACK, Cluster
+from tuner.settings.run import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 3.0
@@ -90,6 +90,22 @@ def check_reachable(address: str, shown: str | None = None) -> None:
         ) from None
 
 
+def check_port_free(port: int) -> None:
+    """Fail before Ray starts where the dashboard port the user named cannot be had on loopback: Ray
+    raises a ValueError from inside its start-up there (its own free-port search is for an unnamed one)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Ray binds it
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError as err:
+            reason = err.strerror or type(err).__name__
+            raise TunerError(
+                f"--dashboard-port {port} cannot be used on {LOOPBACK} ({reason}; another Ray's dashboard?); "
+                "give another port, or leave the option out for the first free one from "
+                f"{DEFAULT_DASHBOARD_PORT}"
+            ) from None
+
+
 def _token_hint() -> str:
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
         return " (token authentication is on: sign in with the token `ray get-auth-token` prints)"
@@ -142,6 +158,8 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             if kept is None:
                 attaching.close()
         target = kept.address if kept is not None else cluster.target
+        if target == "local" and cluster.dashboard and cluster.dashboard_port is not None:
+            check_port_free(cluster.dashboard_port)
         token = auth_mode = None
         quiet = ray_logs.upper() != "INFO"
         if target != "local":

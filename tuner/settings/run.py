@@ -35,7 +35,14 @@ class Cluster:
         optional=True,
     )
     dashboard: bool = setting(False, Flag(), f"start the local Ray instance with its dashboard on {LOOPBACK}")
-    dashboard_port: int = setting(DEFAULT_DASHBOARD_PORT, Whole(1, 65535, PORT_WHY), "the dashboard's port")
+    # Unset: Ray's own choice, 8265 or the first free port after it (a second run's dashboard, beside the
+    # first's). A port the user names is theirs: taken, it is refused before Ray starts (cluster.connect).
+    dashboard_port: int | None = setting(
+        None,
+        Whole(1, 65535, PORT_WHY),
+        f"the dashboard's port (default {DEFAULT_DASHBOARD_PORT}, or the first free one after it)",
+        optional=True,
+    )
     keep_ray: str | None = setting(
         None,
         Parsed(parse_keep, "'10m'"),
