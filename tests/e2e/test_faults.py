@@ -202,7 +202,7 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     """Ctrl-C once (state saved, resume command printed), then SIGKILL the driver at seeded random
     points across several resumes: the final table has exactly the expected trials, no epoch twice,
     and every trial that had finished before a kill is untouched."""
-    epochs, grid = 200, [1e-3, 3e-3, 1e-2, 3e-2]  # enough work that no resume finishes before its kill
+    epochs, grid = 100, [1e-3, 3e-3, 1e-2, 3e-2]  # enough work that no resume finishes before its kill
     path = write_space(tmp_path, "resumable", epochs=epochs, lr=f"tune.grid_search({grid})")
     experiment = tmp_path / "results" / "resumable"
     driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1")
