@@ -394,6 +394,7 @@ def _lan_address() -> str | None:
 def _held(port: int) -> Iterator[None]:
     """`port` on loopback taken, as another Ray's dashboard takes it (taken already: just as good)."""
     with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Ray binds: a closed one's port too
         try:
             holder.bind(("127.0.0.1", port))
             holder.listen()
