@@ -14,6 +14,8 @@ from ray.util.state import list_actors
 
 from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints, shutdown_ray
 from tests.e2e.test_user_code import checkpoint_digests, run_here
+from tuner.execution import dashboard_port
+from tuner.ray_compat import env
 from tuner.spec import space as spaces
 from tuner.storage.decisions import read as decision_rows
 
@@ -29,7 +31,16 @@ def ray_with_state_api() -> Iterator[None]:
     next. The scheduler test, whose trials each need both CPUs, comes last of its users."""
     if ray.is_initialized():
         shutdown_ray()
-    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1", logging_level="ERROR")
+    port = dashboard_port.first_free()
+    with env.own_state_api(port):  # as tuner names it to an instance's processes: another test's Ray may be up
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=True,
+            dashboard_host="127.0.0.1",
+            dashboard_port=port,
+            logging_level="ERROR",
+        )
     yield
     shutdown_ray()
 

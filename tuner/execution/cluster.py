@@ -24,11 +24,11 @@ from ray.exceptions import AuthenticationError
 
 from tuner.command import ray_command, tuner_command
 from tuner.errors import TunerError
-from tuner.execution import kept_ray
+from tuner.execution import dashboard_port, kept_ray
 from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
 from tuner.ray_compat import env, errors, logs, private
 from tuner.settings.budgets import parse_keep
-from tuner.settings.run import DEFAULT_DASHBOARD_PORT, LOOPBACK, Cluster
+from tuner.settings.run import LOOPBACK, Cluster
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 3.0
@@ -90,22 +90,6 @@ def check_reachable(address: str, shown: str | None = None) -> None:
         ) from None
 
 
-def check_port_free(port: int) -> None:
-    """Fail before Ray starts where the dashboard port the user named cannot be had on loopback: Ray
-    raises a ValueError from inside its start-up there (its own free-port search is for an unnamed one)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Ray binds it
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError as err:
-            reason = err.strerror or type(err).__name__
-            raise TunerError(
-                f"--dashboard-port {port} cannot be used on {LOOPBACK} ({reason}; another Ray's dashboard?); "
-                "give another port, or leave the option out for the first free one from "
-                f"{DEFAULT_DASHBOARD_PORT}"
-            ) from None
-
-
 def _token_hint() -> str:
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
         return " (token authentication is on: sign in with the token `ray get-auth-token` prints)"
@@ -126,7 +110,8 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     `state_api`: multi-worker trials need Ray's State API, which the dashboard process serves: Ray
     Train's PlacementGroupCleaner asks it whether a Train controller died, and without an answer a
     killed controller's worker bundles stay reserved until Ray shuts down (the next trial then waits
-    forever). A local instance then starts its dashboard on a free port.
+    forever). A local instance then starts its dashboard on the first free port from 8265, and its
+    processes are told its address (tuner/execution/dashboard_port.py).
 
     In a process that has already called ray.init (a notebook, a script, a test session), trials run
     on that Ray, as they would in Ray Tune, and it stays up afterwards. Where that process started it
@@ -158,8 +143,13 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             if kept is None:
                 attaching.close()
         target = kept.address if kept is not None else cluster.target
-        if target == "local" and cluster.dashboard and cluster.dashboard_port is not None:
-            check_port_free(cluster.dashboard_port)
+        dashboard = cluster.dashboard or state_api
+        port = None  # no dashboard, or an existing cluster's own
+        if target == "local" and dashboard:
+            if cluster.dashboard and cluster.dashboard_port is not None:
+                dashboard_port.check_free(port := cluster.dashboard_port)
+            else:
+                port = dashboard_port.first_free()
         token = auth_mode = None
         quiet = ray_logs.upper() != "INFO"
         if target != "local":
@@ -178,6 +168,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             with (
                 env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
                 env.local_instance_log_level(ray_logs),
+                env.own_state_api(port) if port is not None else nullcontext(),
                 env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
                 logs.quiet_token_notice(cluster.target == "local" and quiet),
                 logs.quiet_client_notice(quiet),
@@ -194,7 +185,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
                     job_variables = env.cluster_job_variables(verbose, ray_logs)
                 else:
                     job_variables = None  # a local instance's processes inherit this process's environment
-                context = _init(target, cluster.dashboard or state_api, cluster, job_variables)
+                context = _init(target, dashboard, port, job_variables)
         except AuthenticationError:
             raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
         except ConnectionError as err:
@@ -212,7 +203,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             _shutdown()
 
 
-def _init(target: str, dashboard: bool, cluster: Cluster, job_variables: dict[str, str] | None) -> Any:
+def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None) -> Any:
     runtime_env = {"env_vars": job_variables} if job_variables else None
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
         try:
@@ -220,8 +211,7 @@ def _init(target: str, dashboard: bool, cluster: Cluster, job_variables: dict[st
                 address=target,
                 include_dashboard=dashboard,
                 dashboard_host=LOOPBACK,
-                # Asked for: the user's port; started only for the State API: any free one.
-                dashboard_port=cluster.dashboard_port if cluster.dashboard else None,
+                dashboard_port=port,
                 configure_logging=True,
                 logging_level=logging.WARNING,
                 runtime_env=runtime_env,

@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import ray
 
-from tuner.execution import kept_ray
-from tuner.ray_compat import private
+from tuner.execution import dashboard_port, kept_ray
+from tuner.ray_compat import env, private
 from tuner.settings.run import LOOPBACK
 
 POLL_S = 1.0
@@ -30,9 +30,15 @@ def _start_instance(keep: str, environment: dict[str, str]) -> tuple[kept_ray.Ke
     """A local instance, as a run would start one (with the dashboard, for Train's State API), its
     processes in this process's environment (the run's that started it: kept_ray.run_environment), and
     its record; with the job id of this process on it."""
-    context = ray.init(
-        include_dashboard=True, dashboard_host=LOOPBACK, configure_logging=True, logging_level=logging.WARNING
-    )
+    port = dashboard_port.first_free()
+    with env.own_state_api(port):
+        context = ray.init(
+            include_dashboard=True,
+            dashboard_host=LOOPBACK,
+            dashboard_port=port,
+            configure_logging=True,
+            logging_level=logging.WARNING,
+        )
     kept = kept_ray.Kept(
         address=context.address_info["gcs_address"],  # type: ignore[attr-defined]  # a RayContext here
         dashboard_url=context.dashboard_url or "",

@@ -34,7 +34,8 @@ STOP_TIMEOUT_S = 60.0
 # Differ between two shells of one user without changing what a trial does; or set by Ray or the keeper
 # for the instance's own processes.
 _VOLATILE = {"_", "PWD", "OLDPWD", "SHLVL", "TERM", "COLUMNS", "LINES", "PS1", "SSH_TTY", "TMUX_PANE"}
-_OWN = {"RAY_AUTH_MODE", "RAY_CLIENT_MODE", RUNTIME_DIR_ENV}
+# The instance's own, not the run's: RAY_API_SERVER_ADDRESS names its State API (env.own_state_api).
+_OWN = {"RAY_AUTH_MODE", "RAY_CLIENT_MODE", "RAY_API_SERVER_ADDRESS", RUNTIME_DIR_ENV}
 # What tuner sets for a run's Ray processes (tuner/ray_compat/env.py, --data-dir) as it connects.
 RUN_VARIABLES = ("RAY_LOGGER_LEVEL", "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "TUNER_DATA_DIR")
 
