@@ -15,7 +15,6 @@ from ray.util.state import list_actors
 from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints, shutdown_ray
 from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.execution import dashboard_port
-from tuner.ray_compat import env
 from tuner.spec import space as spaces
 from tuner.storage.decisions import read as decision_rows
 
@@ -31,8 +30,7 @@ def ray_with_state_api() -> Iterator[None]:
     next. The scheduler test, whose trials each need both CPUs, comes last of its users."""
     if ray.is_initialized():
         shutdown_ray()
-    port = dashboard_port.first_free()
-    with env.own_state_api(port):  # as tuner names it to an instance's processes: another test's Ray may be up
+    with dashboard_port.for_local_instance() as port:  # as tuner's: another test's Ray may be up
         ray.init(
             address="local",
             num_cpus=2,

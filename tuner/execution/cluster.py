@@ -144,12 +144,12 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
                 attaching.close()
         target = kept.address if kept is not None else cluster.target
         dashboard = cluster.dashboard or state_api
-        port = None  # no dashboard, or an existing cluster's own
-        if target == "local" and dashboard:
-            if cluster.dashboard and cluster.dashboard_port is not None:
-                dashboard_port.check_free(port := cluster.dashboard_port)
-            else:
-                port = dashboard_port.first_free()
+        # A local instance's dashboard port, chosen now (no dashboard, or an existing cluster's: None).
+        local_dashboard = (
+            dashboard_port.for_local_instance(cluster.dashboard_port if cluster.dashboard else None)
+            if target == "local" and dashboard
+            else nullcontext(None)
+        )
         token = auth_mode = None
         quiet = ray_logs.upper() != "INFO"
         if target != "local":
@@ -168,7 +168,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             with (
                 env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
                 env.local_instance_log_level(ray_logs),
-                env.own_state_api(port) if port is not None else nullcontext(),
+                local_dashboard as port,
                 env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
                 logs.quiet_token_notice(cluster.target == "local" and quiet),
                 logs.quiet_client_notice(quiet),

@@ -3,13 +3,16 @@
 Ray picks a free one itself (8265, else the next ones) only once it is starting, and its processes are
 never told which: Ray Train's PlacementGroupCleaner then asks for "the" local instance's State API, which
 fails with a second instance on the machine (another run's, a notebook's). Chosen here, the port goes to
-ray.init and its URL into the instance's environment (tuner.ray_compat.env.own_state_api). Hand-written
+ray.init and its URL into the instance's environment (for_local_instance). Hand-written
 for that reason; it looks for a port as Ray's dashboard does (the same start, one after another).
 """
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tuner.errors import TunerError
+from tuner.ray_compat import env
 from tuner.settings.run import DEFAULT_DASHBOARD_PORT, LOOPBACK
 
 PORTS_TRIED = 50  # as many as Ray's own search (services.start_api_server, port_retries)
@@ -45,3 +48,14 @@ def first_free() -> int:
         f"no free port for Ray's dashboard on {LOOPBACK} from {DEFAULT_DASHBOARD_PORT} to "
         f"{DEFAULT_DASHBOARD_PORT + PORTS_TRIED - 1}; give one with --dashboard-port"
     )
+
+
+@contextmanager
+def for_local_instance(named: int | None = None) -> Iterator[int]:
+    """The port for the dashboard of a local instance that starts inside the block: `named` (checked free)
+    or the first free one; its URL is in the environment the instance's processes start with."""
+    if named is not None:
+        check_free(named)
+    port = named if named is not None else first_free()
+    with env.own_state_api(port):
+        yield port

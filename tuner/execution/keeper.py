@@ -20,7 +20,7 @@ from dataclasses import replace
 import ray
 
 from tuner.execution import dashboard_port, kept_ray
-from tuner.ray_compat import env, private
+from tuner.ray_compat import private
 from tuner.settings.run import LOOPBACK
 
 POLL_S = 1.0
@@ -30,8 +30,7 @@ def _start_instance(keep: str, environment: dict[str, str]) -> tuple[kept_ray.Ke
     """A local instance, as a run would start one (with the dashboard, for Train's State API), its
     processes in this process's environment (the run's that started it: kept_ray.run_environment), and
     its record; with the job id of this process on it."""
-    port = dashboard_port.first_free()
-    with env.own_state_api(port):
+    with dashboard_port.for_local_instance() as port:
         context = ray.init(
             include_dashboard=True,
             dashboard_host=LOOPBACK,
