@@ -445,12 +445,14 @@ def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
         )
         try:
             url = None
+            printed = []
             for line in driver.stdout:
+                printed.append(line)
                 if line.startswith("Ray dashboard:"):
                     url = line.split()[2]
                     assert "token authentication is on" in line, line
                     break
-            assert url is not None, "the run ended without printing the dashboard URL"
+            assert url is not None, "the run ended without printing the dashboard URL:\n" + "".join(printed)[-3000:]
             host, port = urlsplit(url).hostname, urlsplit(url).port
             assert host == "127.0.0.1" and port is not None and port != 8265, url
             _wait_for(f"{url}/")

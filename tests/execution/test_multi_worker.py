@@ -30,7 +30,7 @@ def ray_with_state_api() -> Iterator[None]:
     next. The scheduler test, whose trials each need both CPUs, comes last of its users."""
     if ray.is_initialized():
         shutdown_ray()
-    with dashboard_port.for_local_instance() as port:  # as tuner's: another test's Ray may be up
+    with dashboard_port.for_local_instance(shown=False) as port:  # as tuner's: another test's Ray may be up
         ray.init(
             address="local",
             num_cpus=2,

@@ -110,8 +110,8 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
     `state_api`: multi-worker trials need Ray's State API, which the dashboard process serves: Ray
     Train's PlacementGroupCleaner asks it whether a Train controller died, and without an answer a
     killed controller's worker bundles stay reserved until Ray shuts down (the next trial then waits
-    forever). A local instance then starts its dashboard on the first free port from 8265, and its
-    processes are told its address (tuner/execution/dashboard_port.py).
+    forever). A local instance then starts its dashboard on a free port (the first from 8265 with
+    --dashboard), and its processes are told its address (tuner/execution/dashboard_port.py).
 
     In a process that has already called ray.init (a notebook, a script, a test session), trials run
     on that Ray, as they would in Ray Tune, and it stays up afterwards. Where that process started it
@@ -146,7 +146,9 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
         dashboard = cluster.dashboard or state_api
         # A local instance's dashboard port, chosen now (no dashboard, or an existing cluster's: None).
         local_dashboard = (
-            dashboard_port.for_local_instance(cluster.dashboard_port if cluster.dashboard else None)
+            dashboard_port.for_local_instance(
+                cluster.dashboard_port if cluster.dashboard else None, shown=cluster.dashboard
+            )
             if target == "local" and dashboard
             else nullcontext(None)
         )

@@ -3,19 +3,30 @@
 Ray picks a free one itself (8265, else the next ones) only once it is starting, and its processes are
 never told which: Ray Train's PlacementGroupCleaner then asks for "the" local instance's State API, which
 fails with a second instance on the machine (another run's, a notebook's). Chosen here, the port goes to
-ray.init and its URL into the instance's environment (for_local_instance). Hand-written
-for that reason; it looks for a port as Ray's dashboard does (the same start, one after another).
+ray.init and its URL into the instance's environment (for_local_instance). Hand-written for that reason.
+
+A port chosen ahead is free only until Ray's dashboard binds it, seconds later; two runs starting at
+once would choose the same one, and the second Ray waits a minute for a dashboard that cannot bind,
+then raises. So tuner processes on the machine choose one at a time (a file lock, held until the
+instance is up); and an instance whose dashboard nobody asked to see takes a port the system assigns,
+not one near 8265, where another Ray (a notebook's) looks for its own at the same moment.
 """
 
+import fcntl
+import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tuner.errors import TunerError
 from tuner.ray_compat import env
 from tuner.settings.run import DEFAULT_DASHBOARD_PORT, LOOPBACK
 
 PORTS_TRIED = 50  # as many as Ray's own search (services.start_api_server, port_retries)
+# Machine-wide, not per user nor per TUNER_RUNTIME_DIR: any tuner process here may choose the same port.
+CHOOSING_LOCK = Path(tempfile.gettempdir()) / "tuner-dashboard-port.lock"
 
 
 def _bind_problem(port: int) -> OSError | None:
@@ -50,12 +61,55 @@ def first_free() -> int:
     )
 
 
+def assigned() -> int:
+    """A free port on loopback as the system hands them out (outside 8265's neighbours)."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _lock_file() -> int | None:
+    """The choosing lock, opened; None where this user may not open it (another user's file that
+    the system's protections keep from this one): this process then chooses unguarded."""
+    try:
+        return os.open(CHOOSING_LOCK, os.O_RDONLY)  # another user's: no O_CREAT (fs.protected_regular)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        descriptor = os.open(CHOOSING_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    return descriptor
+
+
 @contextmanager
-def for_local_instance(named: int | None = None) -> Iterator[int]:
-    """The port for the dashboard of a local instance that starts inside the block: `named` (checked free)
-    or the first free one; its URL is in the environment the instance's processes start with."""
+def _one_chooser_at_a_time() -> Iterator[None]:
+    descriptor = _lock_file()
+    if descriptor is None:
+        yield
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # and the lock with it
+
+
+@contextmanager
+def for_local_instance(named: int | None = None, *, shown: bool) -> Iterator[int]:
+    """The port for the dashboard of a local instance that starts inside the block: `named` (checked
+    free), else, `shown` (the user asked for the dashboard, or the instance outlives the run), the first
+    free one from 8265, else one the system assigns. Its URL is in the environment the instance's
+    processes start with. A chosen port is held for this process until the block ends: start Ray in it."""
     if named is not None:
         check_free(named)
-    port = named if named is not None else first_free()
-    with env.own_state_api(port):
-        yield port
+        with env.own_state_api(named):
+            yield named
+        return
+    with _one_chooser_at_a_time():
+        port = first_free() if shown else assigned()
+        with env.own_state_api(port):
+            yield port

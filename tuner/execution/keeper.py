@@ -30,7 +30,7 @@ def _start_instance(keep: str, environment: dict[str, str]) -> tuple[kept_ray.Ke
     """A local instance, as a run would start one (with the dashboard, for Train's State API), its
     processes in this process's environment (the run's that started it: kept_ray.run_environment), and
     its record; with the job id of this process on it."""
-    with dashboard_port.for_local_instance() as port:
+    with dashboard_port.for_local_instance(shown=True) as port:  # it serves later runs' --dashboard
         context = ray.init(
             include_dashboard=True,
             dashboard_host=LOOPBACK,

@@ -35,8 +35,9 @@ class Cluster:
         optional=True,
     )
     dashboard: bool = setting(False, Flag(), f"start the local Ray instance with its dashboard on {LOOPBACK}")
-    # Unset: Ray's own choice, 8265 or the first free port after it (a second run's dashboard, beside the
-    # first's). A port the user names is theirs: taken, it is refused before Ray starts (cluster.connect).
+    # Unset: 8265 or the first free port after it, as Ray would choose (a second run's dashboard, beside the
+    # first's; tuner/execution/dashboard_port.py). A port the user names is theirs: taken, it is refused
+    # before Ray starts.
     dashboard_port: int | None = setting(
         None,
         Whole(1, 65535, PORT_WHY),
