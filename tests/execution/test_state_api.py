@@ -19,8 +19,10 @@ from tuner.execution.cluster import connect
 from tuner.settings.run import Cluster
 
 pytestmark = pytest.mark.slow
+# Its GCS process is what Ray's lookup finds a second time; no dashboard, whose search from 8265 could meet
+# the port a run on the other test worker chose a second before.
 ANOTHER_INSTANCE = (
-    "import ray, time; ray.init(address='local', num_cpus=1, include_dashboard=True, logging_level='ERROR'); "
+    "import ray, time; ray.init(address='local', num_cpus=1, include_dashboard=False, logging_level='ERROR'); "
     "print('up', flush=True); time.sleep(600)"
 )
 
