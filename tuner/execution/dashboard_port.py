@@ -72,17 +72,14 @@ def assigned() -> int:
 def _lock_file() -> int | None:
     """The choosing lock, opened; None where this user may not open it (another user's file that
     the system's protections keep from this one): this process then chooses unguarded."""
-    try:
-        return os.open(CHOOSING_LOCK, os.O_RDONLY)  # another user's: no O_CREAT (fs.protected_regular)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    try:
-        descriptor = os.open(CHOOSING_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
-    except OSError:
-        return None
-    return descriptor
+    for flags in (os.O_RDONLY, os.O_RDONLY | os.O_CREAT):  # another user's: no O_CREAT (fs.protected_regular)
+        try:
+            return os.open(CHOOSING_LOCK, flags, 0o644)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+    return None
 
 
 @contextmanager
@@ -103,13 +100,10 @@ def for_local_instance(named: int | None = None, *, shown: bool) -> Iterator[int
     """The port for the dashboard of a local instance that starts inside the block: `named` (checked
     free), else, `shown` (the user asked for the dashboard, or the instance outlives the run), the first
     free one from 8265, else one the system assigns. Its URL is in the environment the instance's
-    processes start with. A chosen port is held for this process until the block ends: start Ray in it."""
-    if named is not None:
-        check_free(named)
-        with env.own_state_api(named):
-            yield named
-        return
+    processes start with. No other tuner process chooses until the block ends: start Ray in it."""
     with _one_chooser_at_a_time():
-        port = first_free() if shown else assigned()
+        if named is not None:
+            check_free(named)
+        port = named if named is not None else first_free() if shown else assigned()
         with env.own_state_api(port):
             yield port
