@@ -33,6 +33,7 @@ from tuner.settings.run import LOOPBACK, Cluster
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 3.0
 CLIENT_SERVER_ATTEMPTS = 3  # see ray_compat.errors.CLIENT_SERVER_FAILED
+LOCAL_START_ATTEMPTS = 2  # see ray_compat.errors.LOCAL_START_TIMED_OUT
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -207,7 +208,9 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
 
 def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None) -> Any:
     runtime_env = {"env_vars": job_variables} if job_variables else None
-    for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return ray.init(
                 address=target,
@@ -229,6 +232,21 @@ def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[st
             )
             ray.shutdown()
             time.sleep(attempt)
+        except Exception as err:  # Ray raises a bare Exception for a start that timed out
+            if target != "local" or not errors.is_local_start_timeout(err):
+                raise
+            logs_dir = private.stop_failed_local_start()
+            if attempt == LOCAL_START_ATTEMPTS:
+                raise TunerError(
+                    f"Ray's local instance did not start: its raylet did not register within Ray's 30 s, "
+                    f"{LOCAL_START_ATTEMPTS} times (is the machine busy?); Ray's logs: {logs_dir}"
+                ) from None
+            log.warning(
+                "tuner: Ray's local instance did not start within Ray's 30 s (is the machine busy?); "
+                "starting it again (%d of %d)",
+                attempt + 1,
+                LOCAL_START_ATTEMPTS,
+            )
 
 
 def _kept_instance(cluster: Cluster, ray_logs: str) -> kept_ray.Kept | None:

@@ -1,6 +1,7 @@
 """Imports of Ray's private modules, each with why there is no public way yet. Imported on first use:
 a Ray release that moves one breaks the function that needs it, with Ray's ImportError naming it."""
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -173,6 +174,28 @@ def stop_local_monitor() -> None:
     for info in node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []):
         info.process.kill()
         info.process.wait()
+
+
+def stop_failed_local_start() -> str:
+    """Kills what a local start that raised left running, and returns where its logs are. Ray's
+    Node.__init__ raises after it started the instance's processes (GCS, raylet, dashboard, monitors)
+    and drops its handle to them, so ray.shutdown() has nothing to stop: they are this process's
+    children that run Ray's own programs, and they would hold their ports and memory until it exits.
+    Can go when Ray stops them itself."""
+    import psutil  # type: ignore[import-untyped]  # no stubs: psutil is here as Ray's dependency
+    import ray
+    from ray._common.utils import get_default_ray_temp_dir
+
+    ray_dir = os.path.dirname(ray.__file__)
+    for child in psutil.Process().children():
+        try:
+            if not any(ray_dir in part for part in child.cmdline()):
+                continue  # not Ray's (a data loader's worker, a kept instance's keeper)
+            for process in [*child.children(recursive=True), child]:
+                process.kill()
+        except psutil.Error:
+            pass  # gone already
+    return os.path.join(get_default_ray_temp_dir(), "session_latest", "logs")
 
 
 def ray_started_here() -> bool:
