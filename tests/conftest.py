@@ -4,6 +4,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -138,22 +139,25 @@ def run_tuner(
 
 def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: float = 180) -> None:
     """`python -m tuner ...` started as a user would, SIGKILLed with every Ray process it started as soon
-    as `ready()`; fails if the run ends or stalls before that."""
+    as `ready()`; fails if the run ends or stalls before that, with what the run printed."""
     command, env = tuner_process(*args)
-    driver = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            assert driver.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
-            time.sleep(0.3)
-    finally:
+    with tempfile.TemporaryFile(mode="w+") as printed:
+        driver = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=printed, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
-            os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
-        except ProcessLookupError:
-            pass  # it ended by itself: the assertion above says so
-        driver.wait(timeout=30)
+            deadline = time.monotonic() + timeout
+            while not ready():
+                if driver.poll() is not None or time.monotonic() >= deadline:
+                    printed.seek(0)
+                    raise AssertionError(f"the run ended or stalled before the kill:\n{printed.read()[-3000:]}")
+                time.sleep(0.3)
+        finally:
+            try:
+                os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+            except ProcessLookupError:
+                pass  # it ended by itself: the assertion above says so
+            driver.wait(timeout=30)
 
 
 def epochs_checkpointed_by_trial(experiment: Path) -> list[int]:
