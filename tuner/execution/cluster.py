@@ -242,7 +242,7 @@ def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[st
                     f"{LOCAL_START_ATTEMPTS} times (is the machine busy?); Ray's logs: {logs_dir}"
                 ) from None
             log.warning(
-                "tuner: Ray's local instance did not start within Ray's 30 s (is the machine busy?); "
+                "Ray's local instance did not start within Ray's 30 s (is the machine busy?); "
                 "starting it again (%d of %d)",
                 attempt + 1,
                 LOCAL_START_ATTEMPTS,
