@@ -105,5 +105,5 @@ def for_local_instance(named: int | None = None, *, shown: bool) -> Iterator[int
         if named is not None:
             check_free(named)
         port = named if named is not None else first_free() if shown else assigned()
-        with env.own_state_api(port):
+        with env.own_state_api(f"http://{LOOPBACK}:{port}"):
             yield port

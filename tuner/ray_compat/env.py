@@ -80,14 +80,14 @@ def on_local_instance() -> bool:
     return os.environ.get(PREEMPTION_WATCHER_VARIABLE) == "0"
 
 
-def own_state_api(port: int) -> AbstractContextManager[None]:
+def own_state_api(url: str) -> AbstractContextManager[None]:
     """The State API of a local instance that starts inside the block, named to its own processes (its
     raylet starts them with this process's environment). Ray Train's PlacementGroupCleaner asks it, with
     no address, whether a Train controller died: Ray then takes RAY_API_SERVER_ADDRESS, else looks for
     "the" local instance, and with two on the machine that raises; the cleaner's thread ends, and a dead
     controller's workers stay reserved. A value the user set (for `tuner submit`) names another cluster,
     where no controller of this run is found: the cleaner would take it for dead."""
-    return variable("RAY_API_SERVER_ADDRESS", f"http://127.0.0.1:{port}")
+    return variable("RAY_API_SERVER_ADDRESS", url)
 
 
 def local_instance_log_level(level: str) -> AbstractContextManager[None]:
