@@ -76,19 +76,28 @@ def test_the_next_steps_name_each_tool_or_the_extra_that_installs_it(monkeypatch
     notebook = cli.NOTEBOOKS / "quick_look.ipynb"
     assert notebook.is_file()  # package data: where the package is, not where the user is
     # This checkout runs from its folder, so the extra goes into it editably, with this installation's pip.
-    assert lines["notebook"].strip() == (
-        f"{bin_dir}/pip install -e '{REPO}[notebook]', then "
-        f"TUNER_EXPERIMENT='/results/my run' {bin_dir}/jupyter-lab {notebook}"
-    )
+    as_root = " --allow-root" if os.geteuid() == 0 else ""  # Jupyter refuses root without it
+    notebook_line = f"TUNER_EXPERIMENT='/results/my run' {bin_dir}/jupyter-lab{as_root} {notebook}"
+    assert lines["notebook"].strip() == f"{bin_dir}/pip install -e '{REPO}[notebook]', then {notebook_line}"
     assert lines["tensorboard"].strip() == f"{bin_dir}/tensorboard --logdir '/results/my run'"
 
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin")  # the virtualenv active
+    # Installed, and the virtualenv active: the same command as after the install, by its path still.
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin")
     (bin_dir / "jupyter-lab").write_text("#!/bin/sh\n")
     (bin_dir / "jupyter-lab").chmod(0o755)
-    cli._next_steps("/results/run", {"lr": 0.01})
+    cli._next_steps("/results/my run", {"lr": 0.01})
     out = capsys.readouterr().out
-    assert f"notebook:     TUNER_EXPERIMENT=/results/run jupyter lab {notebook}\n" in out
-    assert "tensorboard:  tensorboard --logdir /results/run\n" in out
+    assert f"notebook:     {notebook_line}\n" in out
+    assert f"tensorboard:  {bin_dir}/tensorboard --logdir '/results/my run'\n" in out
+
+
+def test_a_bucket_experiment_gets_quoted_commands_and_no_tensorboard_line(capsys):
+    uri = "s3://bucket/results/run?endpoint_override=127.0.0.1:9000&scheme=http"
+    cli._next_steps(uri, {"lr": 0.01})
+    out = capsys.readouterr().out
+    assert f"html report:  {tuner_command()} report '{uri}' --html\n" in out
+    assert f"TUNER_EXPERIMENT='{uri}' " in out
+    assert "tensorboard" not in out  # it reads no bucket through pyarrow's URI form
 
 
 def test_every_extra_a_hint_names_exists():

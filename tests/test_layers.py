@@ -12,7 +12,7 @@ from tuner.ray_compat import PICKLED_BY_PATH
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tuner"
 STAGES = ["spec", "search", "training", "storage", "execution", "results"]
-NEUTRAL = ["settings", "data", "models", "ray_compat", "errors", "home", "lazy", "signatures", "command"]
+NEUTRAL = ["settings", "data", "models", "ray_compat", "errors", "extras", "home", "lazy", "signatures", "command"]
 NOT_EACH_OTHER = {"training": {"spec"}, "spec": {"training"}}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner.command import tuner_command, with_extra
+from tuner.command import tuner_command, tuner_hint, with_extra
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
@@ -343,7 +343,7 @@ def _summarize(outcome: "Outcome") -> int:
         print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
     print()
     print(f"experiment: {path}")
-    print(f"report:     {filesystem.join(path, report.TRIALS_CSV)} ({tuner_command()} report {path})")
+    print(f"report:     {filesystem.join(path, report.TRIALS_CSV)} ({tuner_hint('report', path)})")
     if devices := _devices(trials, meta):
         print(f"devices:    {devices}")
     # The counts of the live view's last line, `tuner list` and `tuner report`: every trial of the
@@ -356,7 +356,7 @@ def _summarize(outcome: "Outcome") -> int:
     elif interrupted:
         print(
             f"interrupted: {done} of {total} trials done ({report.describe(counts)}); "
-            f"continue with: {tuner_command()} resume {path}"
+            f"continue with: {tuner_hint('resume', path)}"
         )
     scored = report.scored(trials, outcome.metric)
     if scored.empty:
@@ -436,23 +436,26 @@ def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:
 
 
 def _next_steps(path: str, best: dict[str, Any]) -> None:
-    """What to do with the result: the best config to paste, and where to look further."""
+    """What to do with the result: the best config to paste, and where to look further; each command runs
+    as printed, pasted into a shell (tuner/command.py)."""
     plain = {key: value.item() if hasattr(value, "item") else value for key, value in best.items()}
     print()
     print(f"best config:  {plain}")
     if not any("/" in key for key in plain):  # --set pins top-level keys only
         flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
         print(f"  as flags:   {flags}")
-    print(f"html report:  {tuner_command()} report {path} --html")
+    print(f"html report:  {tuner_hint('report', path, '--html')}")
     experiment, notebook = shlex.quote(path), shlex.quote(str(NOTEBOOKS / "quick_look.ipynb"))
-    # JupyterLab is typed `jupyter lab`, which finds jupyter-lab on the same PATH.
+    # Jupyter refuses to start as root unless told; the notebook reads a bucket as tuner's report does.
+    as_root = " --allow-root" if os.geteuid() == 0 else ""
     jupyter = with_extra(
-        "notebook",
-        "jupyter-lab",
-        lambda lab: f"TUNER_EXPERIMENT={experiment} {'jupyter lab' if lab == 'jupyter-lab' else lab} {notebook}",
+        "notebook", "jupyter-lab", lambda lab: f"TUNER_EXPERIMENT={experiment} {lab}{as_root} {notebook}"
     )
     print(f"notebook:     {jupyter}")
-    print(f"tensorboard:  {with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}")
+    if not filesystem.is_remote(path):  # TensorBoard reads no bucket through pyarrow's URI (endpoint_override)
+        print(
+            f"tensorboard:  {with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}"
+        )
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -700,8 +703,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return USAGE_ERROR
     except Interrupted as interrupted:
         print(
-            f"\ntuner: interrupted; the experiment is saved: continue with: {tuner_command()} resume "
-            f"{interrupted.experiment_path}",
+            f"\ntuner: interrupted; the experiment is saved: continue with: "
+            f"{tuner_hint('resume', interrupted.experiment_path)}",
             file=sys.stderr,
         )
         return INTERRUPTED

@@ -45,6 +45,12 @@ def tuner_command() -> str:
     return script_command("tuner") or f"{_python()} -m tuner"
 
 
+def tuner_hint(*arguments: str) -> str:
+    """A tuner command as printed for pasting: this installation's `tuner`, and each argument quoted for
+    the shell (an object store's URI holds `&` and `?`, a folder may hold a space)."""
+    return f"{tuner_command()} {shlex.join(arguments)}"
+
+
 def ray_command() -> str:
     """Ray's CLI of this installation (Ray is a dependency, so its script sits beside tuner's)."""
     return script_command("ray") or f"{_python()} -m ray.scripts.scripts"
@@ -67,11 +73,16 @@ def _installed_from() -> tuple[str, bool] | None:
     return unquote(url.path), bool(origin["dir_info"].get("editable"))
 
 
+def _absolute_script(name: str) -> str:
+    return shlex.quote(str(_installed_script(name).absolute()))
+
+
 def install_command(extra: str) -> str:
-    """The pip command that adds `extra` to this installation, from any folder: this interpreter's pip,
-    and the folder tuner was installed from (editably where it runs from it), since tuner installs from
-    source."""
-    pip = script_command("pip") or f"{_python()} -m pip"
+    """The pip command that adds `extra` to this installation, from any folder and any shell: this
+    interpreter's pip by its path (a bare `pip` would be another Python's where the virtualenv is not
+    active), and the folder tuner was installed from (editably where it runs from it), since tuner
+    installs from source."""
+    pip = _absolute_script("pip") if _installed_script("pip").is_file() else f"{_python()} -m pip"
     source = _installed_from()
     if source is None:
         return f"{pip} install {shlex.quote(f'tuner[{extra}]')}"
@@ -82,8 +93,10 @@ def install_command(extra: str) -> str:
 def with_extra(extra: str, script: str, command: Callable[[str], str], *, usable: bool = True) -> str:
     """`command(script)` for a tool that an optional extra provides, preceded by the extra's install
     command where this installation lacks it, or has it but cannot use it (`usable`: mlflow-skinny has
-    an `mlflow` script whose UI fails); the script is then named by the path the install gives it."""
-    name = script_command(script) if usable else None
-    if name is not None:
-        return command(name)
-    return f"{install_command(extra)}, then {command(shlex.quote(str(_installed_script(script).absolute())))}"
+    an `mlflow` script whose UI fails). The script is named by its path in this installation, installed
+    or not: the hint reads the same before and after the install, and runs in a shell where the
+    virtualenv is not active."""
+    shown = command(_absolute_script(script))
+    if usable and _installed_script(script).is_file():
+        return shown
+    return f"{install_command(extra)}, then {shown}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tuner.command import tuner_command
+from tuner.command import tuner_command, tuner_hint
 from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
@@ -142,7 +142,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
     if set(report.tally(trials, meta)) & set(UNFINISHED):
         raise TunerError(
             f"{experiment_path} has trials still to run ({report.describe(report.tally(trials, meta))}); "
-            f"finish them first with `{tuner_command()} resume {experiment_path}`, then extend it"
+            f"finish them first with `{tuner_hint('resume', experiment_path)}`, then extend it"
         )
     search = "random" if meta.tuning.search == "grid" else meta.tuning.search
     # The experiment as it ran: its settings from tuner.json, its fixed keys pinned as they were.
@@ -255,8 +255,8 @@ def _meta_of(experiment_path: str, verb: str) -> ExperimentMeta:
     except meta_file.Damaged as damaged:
         raise TunerError(
             f"cannot {verb} {experiment_path}: {damaged}, and it holds the space and settings the trials run "
-            f"with; restore it from a copy, or see the table its last run saved: {tuner_command()} report "
-            f"{experiment_path}"
+            f"with; restore it from a copy, or see the table its last run saved: "
+            f"{tuner_hint('report', experiment_path)}"
         ) from None
 
 
@@ -270,7 +270,7 @@ def _check_whole(experiment_path: str, verb: str) -> None:
             said = f"is damaged ({torn})"
         raise TunerError(
             f"cannot {verb} {experiment_path}: Ray's saved state {name} {said}; the results so far are kept: "
-            f"{tuner_command()} report {experiment_path}; to search on, start again with "
+            f"{tuner_hint('report', experiment_path)}; to search on, start again with "
             f"`{tuner_command()} run --name <a new name>`"
         )
     if saved_state.newest_state(experiment_path) is None:
@@ -278,14 +278,14 @@ def _check_whole(experiment_path: str, verb: str) -> None:
     if problem := report.state_problem(experiment_path):
         raise TunerError(
             f"cannot {verb} {experiment_path}: {problem}, so Ray cannot go on from it (written by another "
-            f"version of Ray, or damaged); what its trials recorded is still shown by {tuner_command()} report "
-            f"{experiment_path}"
+            f"version of Ray, or damaged); what its trials recorded is still shown by "
+            f"{tuner_hint('report', experiment_path)}"
         )
     trials, _ = report.read_tables(experiment_path)
     if damage := report.damage(trials):
         raise TunerError(
             f"cannot {verb} {experiment_path}: {damage}; put them back where they were, or start again with "
-            f"`{tuner_command()} run --name <a new name>`; {tuner_command()} report {experiment_path} shows "
+            f"`{tuner_command()} run --name <a new name>`; {tuner_hint('report', experiment_path)} shows "
             "what can still be read"
         )
 

@@ -5,6 +5,7 @@ import importlib.util
 import os
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 import urllib.request
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_GRID, free_port, run_tuner
+from tests.conftest import REPO, TINY_GRID, free_port, run_tuner
 from tuner.command import install_command
 from tuner.errors import TunerError
 from tuner.execution import tracking
@@ -88,12 +89,20 @@ def _check_the_ui_hint(output: str, uri: str, folder: Path) -> None:
 @pytest.mark.slow
 def test_mlflow_not_installed_is_one_line_before_anything_runs(tmp_path):
     (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
-    # `python -m` puts the working directory first on sys.path: there `import mlflow` fails, as it does
-    # without the extra, whether or not this machine has MLflow.
-    (tmp_path / "mlflow.py").write_text("raise ImportError('No module named mlflow')\n")
-    result = run_tuner("run", "tiny.py", "--name", "untracked", "--mlflow", cwd=tmp_path)
-    assert result.returncode == 2
+    # A fresh interpreter where MLflow cannot be found, as without the extra, whether or not this machine
+    # has it (a None entry in sys.modules: find_spec answers None, an import raises ImportError).
+    code = (
+        "import sys\n"
+        "sys.modules['mlflow'] = None\n"
+        "from tuner.cli import main\n"
+        "sys.exit(main(['run', 'tiny.py', '--name', 'untracked', '--mlflow']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == (
-        f"tuner: error: --mlflow needs MLflow, which is an optional extra: {install_command('mlflow')}"
+        f"tuner: error: --mlflow needs MLflow, an optional extra: {install_command('mlflow')}"
     )
     assert not (tmp_path / "tuner_results" / "untracked").exists()

@@ -11,6 +11,7 @@ from ray.tune.schedulers import AsyncHyperBandScheduler, HyperBandForBOHB
 from ray.tune.search.sample import Categorical
 
 from tests.conftest import REPO
+from tuner.command import install_command
 from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
 from tuner.search import schedulers, searchers
@@ -93,9 +94,9 @@ def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anythin
     assert result.stdout.strip() == "[2, 2]", result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-2:] == [
         "tuner: error: space digits_mlp: --search hyperopt needs HyperOpt, an optional extra: "
-        "pip install 'tuner[hyperopt]'",
+        + install_command("hyperopt"),
         "tuner: error: space digits_mlp: --search bohb needs hpbandster and ConfigSpace, an optional extra: "
-        "pip install 'tuner[bohb]'",
+        + install_command("bohb"),
     ]
     assert not (tmp_path / "tuner_results").exists()
 

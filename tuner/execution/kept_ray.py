@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil  # type: ignore[import-untyped]  # no stubs: psutil is here as Ray's dependency
+import psutil  # type: ignore[import-untyped]  # no stubs
 
 from tuner.errors import TunerError
 

@@ -1,6 +1,6 @@
 """`--mlflow [URI]`: every trial logged to MLflow, one MLflow run per trial with its config as params and
 its metrics per epoch, through Ray Tune's own MLflowLoggerCallback. MLflow is an optional extra
-(`pip install 'tuner[mlflow]'`, full MLflow: mlflow-skinny logs but has no `mlflow ui`); asking for it
+(`tuner[mlflow]`, full MLflow: mlflow-skinny logs but has no `mlflow ui`); asking for it
 without MLflow installed is one line, before Ray starts. TensorBoard needs nothing to log: Ray Tune writes
 its event files into every trial directory through tensorboardX; `tensorboard` itself is the extra
 `tuner[tensorboard]`.
@@ -11,7 +11,8 @@ import logging
 import shlex
 from typing import Any
 
-from tuner.command import install_command, with_extra
+from tuner import extras
+from tuner.command import with_extra
 from tuner.errors import TunerError
 from tuner.home import expand_home
 from tuner.settings.run import DEFAULT_MLFLOW_STORE
@@ -46,10 +47,7 @@ def tracking_uri(uri: str) -> str:
 
 
 def check_installed() -> None:
-    try:
-        import mlflow  # noqa: F401
-    except ImportError:
-        raise TunerError(f"--mlflow needs MLflow, which is an optional extra: {install_command('mlflow')}") from None
+    extras.require("mlflow", "--mlflow")
 
 
 def ui_command(uri: str) -> str:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import ray
 from ray import tune
 
-from tuner.command import tuner_command
+from tuner.command import tuner_command, tuner_hint
 from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.execution import packing, tracking
@@ -209,8 +209,8 @@ def restored_tuner(experiment_path: str, setup: TrialSetup) -> tune.Tuner:
             raise _unrestorable(experiment_path, error) from None
         raise TunerError(
             f"cannot resume {experiment_path}: its saved state names tuner code this version "
-            f"of tuner does not have ({error}); the results so far are kept: {tuner_command()} "
-            f"report {experiment_path}; resume it with the tuner that started it, or start "
+            f"of tuner does not have ({error}); the results so far are kept: "
+            f"{tuner_hint('report', experiment_path)}; resume it with the tuner that started it, or start "
             f"again with `{tuner_command()} run --name <a new name>`"
         ) from None
     except Exception as error:  # tuner.pkl or a searcher's state damaged past what the checks before saw
@@ -222,7 +222,7 @@ def _unrestorable(experiment_path: str, error: Exception) -> TunerError:
     return TunerError(
         f"cannot resume {experiment_path}: Ray cannot restore its saved state ({type(error).__name__}"
         f"{': ' + reason if reason else ''}: damaged, or written by another version of Ray); the results so far "
-        f"are kept: {tuner_command()} report {experiment_path}"
+        f"are kept: {tuner_hint('report', experiment_path)}"
     )
 
 
@@ -332,7 +332,7 @@ def check_storage(experiment_path: str, storage_problem: Callable[[], str | None
         remedy = "once it answers again" if filesystem.is_remote(experiment_path) else "free space or make it writable"
         raise TunerError(
             f"cannot write to {experiment_path}: {problem}; what was written is kept: {remedy}, "
-            f"then: {tuner_command()} resume {experiment_path}"
+            f"then: {tuner_hint('resume', experiment_path)}"
         ) from None
 
 

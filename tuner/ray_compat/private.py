@@ -133,7 +133,7 @@ def gcs_wants_token(address: str, timeout_s: float) -> bool | None:
     ask a cluster's authentication mode, and ray.init with a token connects to a cluster without
     authentication all the same (tuner/execution/cluster_token.py says what then fails); one unary call
     of the GCS's own service, without a token, tells. Can go when ray.init matches the cluster's mode."""
-    import grpc  # type: ignore[import-untyped]  # no stubs: grpcio is here only as Ray's dependency
+    import grpc  # type: ignore[import-untyped]  # no stubs
     from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
     channel = grpc.insecure_channel(address)
@@ -182,7 +182,7 @@ def stop_failed_local_start() -> str:
     and drops its handle to them, so ray.shutdown() has nothing to stop: they are this process's
     children that run Ray's own programs, and they would hold their ports and memory until it exits.
     Can go when Ray stops them itself."""
-    import psutil  # type: ignore[import-untyped]  # no stubs: psutil is here as Ray's dependency
+    import psutil  # type: ignore[import-untyped]  # no stubs
     import ray
     from ray._common.utils import get_default_ray_temp_dir
 

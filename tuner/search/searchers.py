@@ -21,7 +21,6 @@ A space with `conditions` gets each of these in a conditional form (tuner/search
 counts here (`trials`, `choose`) count its active configs.
 """
 
-import importlib.util
 import math
 import random
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from typing import Any
 from ray import tune
 from ray.tune.search.sample import Categorical, Domain
 
+from tuner import extras
 from tuner.errors import TunerError
 from tuner.search import conditional, schedulers, warm_start
 from tuner.settings.experiment import SEARCHES
@@ -44,12 +44,9 @@ PLAIN = Conditions()  # a space without conditions
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
 AUTO_WHOLE_SPACE_MAX = 16
-# The searchers whose libraries are optional extras (each extra named as its searcher): what the
-# message calls the libraries, and their import names. `auto` never picks one of them.
-EXTRAS = {
-    "hyperopt": ("HyperOpt", ("hyperopt",)),
-    "bohb": ("hpbandster and ConfigSpace", ("hpbandster", "ConfigSpace")),
-}
+# The searchers whose libraries are optional extras, each extra named as its searcher (tuner/extras.py).
+# `auto` never picks one of them.
+EXTRA_SEARCHES = ("hyperopt", "bohb")
 
 
 def grid_axes(param_space: dict[str, Any]) -> list[str]:
@@ -74,19 +71,15 @@ def grid_as_choice(param_space: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_installed(search: str) -> None:
-    """One line naming the extra when the searcher's library is missing, before Ray starts: the library
-    is looked up, not imported (HyperOpt takes ~1 s to import here, BOHB's hpbandster ~1.7 s)."""
-    if search not in EXTRAS:
-        return
-    libraries, modules = EXTRAS[search]
-    if any(importlib.util.find_spec(module) is None for module in modules):
-        raise TunerError(f"--search {search} needs {libraries}, an optional extra: pip install 'tuner[{search}]'")
+    """One line naming the extra when the searcher's library is missing, before Ray starts."""
+    if search in EXTRA_SEARCHES:
+        extras.require(search, f"--search {search}")
 
 
 def check(search: str, param_space: dict[str, Any], objectives: int = 1, conditions: Conditions = PLAIN) -> None:
     if search not in SEARCHES:
         raise TunerError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
-    if objectives > 1 and search in EXTRAS:
+    if objectives > 1 and search in EXTRA_SEARCHES:
         raise TunerError(
             f"{search} optimizes one metric, and this space has {objectives} objectives; use --search optuna "
             "(multi-objective TPE) or random"
