@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner.command import tuner_command, tuner_hint, with_extra
+from tuner.command import as_submitted, tuner_command, tuner_hint, with_extra
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
@@ -317,14 +317,18 @@ def _submit(args: argparse.Namespace) -> int:
         storage_path=submission.check_storage_path(args.storage_path),
         run_arguments=_forwarded(args),
     )
-    return submission.submit(job, follow=args.follow)
+    return submission.submit(job, follow=args.follow, verbose=args.verbose)
 
 
 def _resume(args: argparse.Namespace) -> int:
     from tuner.driver import resume
 
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
-    return _summarize(resume(_experiment(args), options))
+    outcome = resume(_experiment(args), options)
+    if outcome.nothing_to_resume:
+        print(outcome.nothing_to_resume)
+        return 0
+    return _summarize(outcome)
 
 
 def _extend(args: argparse.Namespace) -> int:
@@ -405,7 +409,8 @@ def _front(trials: "pd.DataFrame", meta: "ExperimentMeta") -> None:
         return
     front = objectives.front(trials, objective)
     names = [best_column(metric) for metric, _ in objective.objectives]
-    print(f"pareto front: {len(front)} trials ({', '.join(f'{m} {mode}' for m, mode in objective.objectives)})")
+    trials_on_it = f"{len(front)} trial{'' if len(front) == 1 else 's'}"
+    print(f"pareto front: {trials_on_it} ({', '.join(f'{m} {mode}' for m, mode in objective.objectives)})")
     for _, row in front.head(FRONT_SHOWN).iterrows():
         print(f"  {row['trial_id']}  " + "  ".join(f"{name}={row[name]:.4g}" for name in names))
     if len(front) > FRONT_SHOWN:
@@ -445,7 +450,7 @@ def _next_steps(path: str, best: dict[str, Any]) -> None:
         flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
         print(f"  as flags:   {flags}")
     print(f"html report:  {tuner_hint('report', path, '--html')}")
-    experiment, notebook = shlex.quote(path), shlex.quote(str(NOTEBOOKS / "quick_look.ipynb"))
+    experiment, notebook = shlex.quote(path), shlex.quote(str(as_submitted(NOTEBOOKS / "quick_look.ipynb")))
     # Jupyter refuses to start as root unless told; the notebook reads a bucket as tuner's report does.
     as_root = " --allow-root" if os.geteuid() == 0 else ""
     jupyter = with_extra(
@@ -613,8 +618,14 @@ def _down(args: argparse.Namespace) -> int:
     stopped = kept_ray.stop()
     if stopped is None:
         print("no Ray instance kept by tuner is up")
-    else:
-        print(f"stopped the Ray instance tuner kept at {stopped.address}")
+        return 0
+    kept, ended = stopped
+    if not ended:
+        raise TunerError(
+            f"the keeper of the Ray instance tuner kept at {kept.address} has ended, but that address still "
+            "answers; find what listens there before starting Ray on it"
+        )
+    print(f"stopped the Ray instance tuner kept at {kept.address} for runs from {kept.cwd}; no other Ray was touched")
     return 0
 
 
@@ -673,6 +684,18 @@ def _exit_once_cleaned_up() -> None:
     atexit.register(end)
 
 
+STORAGE_ARGUMENTS = ("storage_path", "warm_start", "storage", "experiment")  # where a command reads or writes
+
+
+def _check_stores_answer(args: argparse.Namespace) -> None:
+    """An object store that is down is one line in a moment, before the command's first request waits out
+    pyarrow's retries (filesystem.unreachable)."""
+    for name in STORAGE_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and filesystem.is_remote(value) and (problem := filesystem.unreachable(value)):
+            raise TunerError(f"cannot reach {value}: {problem}")
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
@@ -688,6 +711,8 @@ def _main(argv: Sequence[str] | None) -> int:
         "down": _down,
     }[args.command]
     try:
+        if args.command != "submit":  # submit's storage is the cluster's to reach
+            _check_stores_answer(args)
         with _log_to_console(quiet=getattr(args, "quiet", False)):
             return command(args)
     except TunerError as err:

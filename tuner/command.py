@@ -18,6 +18,23 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+# Set by `tuner submit` for its job: the folder it ran in, of which the job's working dir is Ray's
+# temporary copy (tuner/execution/submission.py).
+SUBMITTED_FROM_ENV = "TUNER_SUBMITTED_FROM"
+
+
+def as_submitted(path: Path) -> Path:
+    """`path` as the user knows it: in a job that `tuner submit` started, a path inside the job's working
+    dir (Ray's copy, deep in its session folder, gone when the job ends) is named in the folder submit ran
+    in; anywhere else, as it is."""
+    submitted_from = os.environ.get(SUBMITTED_FROM_ENV)
+    if not submitted_from:
+        return path
+    try:
+        return Path(submitted_from) / path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
 
 def _python() -> str:
     return shlex.quote(str(Path(sys.executable).absolute()))
@@ -61,7 +78,7 @@ def _installed_from() -> tuple[str, bool] | None:
     or on PYTHONPATH), or the folder pip installed it from (pip's direct_url.json); None if neither."""
     checkout = Path(__file__).resolve().parent.parent
     if (checkout / "pyproject.toml").is_file():
-        return str(checkout), True
+        return str(as_submitted(checkout)), True
     try:
         recorded = metadata.distribution("tuner").read_text("direct_url.json")
     except metadata.PackageNotFoundError:

@@ -14,10 +14,12 @@ from tuner.command import tuner_command, tuner_hint
 from tuner.errors import TunerError
 from tuner.execution import preparation, tracking, tune_run
 from tuner.execution.cluster import connect
+from tuner.execution.console import EarlierTrials
 from tuner.execution.phases import Phases
 from tuner.results import earlier as earlier_trials
 from tuner.results import report
-from tuner.results.status import UNFINISHED
+from tuner.results.columns import best_column, is_blank
+from tuner.results.status import UNFINISHED, TrialStatus
 from tuner.search.plan import SearchPlan
 from tuner.search.plan import plan as search_plan
 from tuner.settings import RunOptions
@@ -39,6 +41,7 @@ class Outcome:
     params: list[str]
     meta: ExperimentMeta  # as the run left it: its total of trials, and what stopped it
     unread: str | None = None  # the warning naming param_space keys no trial read
+    nothing_to_resume: str | None = None  # why `resume` ran nothing: every trial had ended
 
 
 def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
@@ -55,6 +58,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     if options.warm_start:
         _, earlier = earlier_trials.read(filesystem.normalize(options.warm_start), list(spec.objective.objectives))
     plan = search_plan(spec, options.seed, earlier)
+    preparation.check_data(spec, options.data_dir)
     for notice in plan.notices:
         log.info("tuner: %s", notice)
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
@@ -97,8 +101,18 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     phases.mark("imports")
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "resume")
-    spec = _spec_of(meta, experiment_path)
     _check_whole(experiment_path, "resume")
+    trials, _ = report.read_tables(experiment_path)
+    counts = report.tally(trials, meta)
+    if not set(counts) & {*UNFINISHED, TrialStatus.ERROR}:  # Ray would start, and run nothing
+        said = (
+            f"nothing to resume: all {report.total_trials(trials, meta)} trials of {experiment_path} ended "
+            f"({report.describe(counts) or 'none recorded'}); see them with `{tuner_hint('report', experiment_path)}`"
+            f", or add trials with `{tuner_hint('extend', experiment_path, '--num-samples', 'N')}`"
+        )
+        return Outcome(experiment_path, trials, meta.objective.metric, meta.params, meta, nothing_to_resume=said)
+    spec = _spec_of(meta, experiment_path)
+    preparation.check_data(spec, options.data_dir or meta.data_dir)
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
         loaded = preparation.while_ray_starts(lambda: preparation.load(spec))
@@ -154,6 +168,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
         tuning=dataclasses.replace(meta.tuning, search=search),
     )
     _, earlier = earlier_trials.read(experiment_path, list(meta.objective.objectives))
+    before = _earlier_in_view(trials, meta)
     # Another seed per extension: the same one would draw the configs the first run drew.
     seed = meta.seed + len(meta.extensions) + 1
     plan = search_plan(spec, seed, earlier, extend=True)
@@ -161,6 +176,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
         log.info("tuner: extend: the grid has run whole; the new trials are random draws of the same space")
     for notice in plan.notices:
         log.info("tuner: %s", notice)
+    preparation.check_data(spec, options.data_dir or meta.data_dir)
     storage_path, name = filesystem.split(experiment_path)
     ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
     with preparation.data_dir(options.data_dir or meta.data_dir), tune_run.interruptible(experiment_path):
@@ -189,11 +205,25 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
             meta_file.write(experiment_path, meta)
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             run_options = dataclasses.replace(options, seed=meta.seed)
-            tuner = tune_run.new_tuner(spec, plan, run_options, setup, name, storage_path, max_concurrent)
+            tuner = tune_run.new_tuner(
+                spec, plan, run_options, setup, name, storage_path, max_concurrent, earlier_trials=before
+            )
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
         trials = report.write(experiment_path)
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
+
+
+def _earlier_in_view(trials: pd.DataFrame, meta: ExperimentMeta) -> EarlierTrials:
+    """The experiment's trials so far, for the live view of its extension."""
+    metric = meta.objective.metric
+    scored = report.scored(trials, metric)
+    best = None
+    if not scored.empty:
+        row = scored.iloc[0]
+        config = {key: row[key] for key in meta.params if not is_blank(row[key])}
+        best = (float(row[best_column(metric)]), str(row["trial_id"]), config)
+    return EarlierTrials.of({str(status): count for status, count in report.tally(trials, meta).items()}, best)
 
 
 def _latest_run(meta: ExperimentMeta) -> ExperimentMeta:
@@ -271,6 +301,13 @@ def _check_whole(experiment_path: str, verb: str) -> None:
         raise TunerError(
             f"cannot {verb} {experiment_path}: Ray's saved state {name} {said}; the results so far are kept: "
             f"{tuner_hint('report', experiment_path)}; to search on, start again with "
+            f"`{tuner_command()} run --name <a new name>`"
+        )
+    if saved_state.state_missing(experiment_path):
+        raise TunerError(
+            f"cannot {verb} {experiment_path}: Ray's saved state ({saved_state.EXPERIMENT_STATE}) is missing, and "
+            "without it Ray would start the trials afresh over their results; the results so far are kept: "
+            f"{tuner_hint('report', experiment_path)}; put the file back, or start again with "
             f"`{tuner_command()} run --name <a new name>`"
         )
     if saved_state.newest_state(experiment_path) is None:

@@ -1,6 +1,7 @@
 """Bad input: one line on stderr naming the problem and the fix, exit code 2, no traceback, nothing written."""
 
 import pytest
+import ray
 
 from tests.conftest import REPO, run_tuner
 from tuner.cli import main
@@ -8,6 +9,8 @@ from tuner.cli import main
 MNIST_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
 
 SPACES = REPO / "search_spaces"
+DOWN_STORE = "s3://bucket/results?endpoint_override=127.0.0.1:1&scheme=http"
+DOWN_EXPERIMENT = "s3://bucket/results/run?endpoint_override=127.0.0.1:1&scheme=http"
 
 MISSING_FIELDS = 'model = "mlp"\ndataset = "digits"\n'
 HEADER = 'from ray import tune\nmodel = "mlp"\ndataset = "digits"\nmetric = "val_acc"\nmode = "max"\n'
@@ -21,6 +24,7 @@ SPACE_FILES = {
     "negative_epochs.py": HEADER + 'epochs = -3\nparam_space = {"lr": 0.1}\n',
     "zero_samples.py": HEADER + 'num_samples = 0\nparam_space = {"lr": 0.1}\n',
     "list_space.py": HEADER + 'param_space = ["lr"]\n',
+    "exits.py": HEADER + 'param_space = {"lr": 0.1}\nimport sys\nsys.exit()\n',  # a script's ending, at top level
     # Conditional spaces (tuner/spec/conditions.py): a key not in the space, a value the parent never
     # takes, a cycle.
     "cond_unknown.py": HEADER + COND_SPACE + 'conditions = {"momentum": {"optimiser": "sgd"}}\n',
@@ -43,6 +47,7 @@ SPACE_FILES = {
         (["run", "negative_epochs.py"], "space negative_epochs: epochs must be an integer from 1 to 100000, not -3"),
         (["run", "zero_samples.py"], "space zero_samples: num_samples must be an integer from 1 to 100000, not 0"),
         (["run", "list_space.py"], "space list_space: param_space must be a dict, not list"),
+        (["run", "exits.py"], "space module exits.py called exit(None) as it was imported; a space module defines"),
         (["run", "cond_unknown.py"], "space cond_unknown: conditions name 'optimiser', which is no key of param_space"),
         (["run", "cond_never.py"], "conditions: 'momentum' needs optimizer='sgdd', a value optimizer never takes"),
         (["run", "cond_cycle.py"], "conditions form a cycle: optimizer needs momentum needs optimizer"),
@@ -64,6 +69,17 @@ SPACE_FILES = {
         (["report", "not_an_experiment"], "is not a tuner experiment"),
         (["resume", "not_an_experiment"], "is not a tuner experiment"),
         (["run", "--warm-start", "absent_dir"], "absent_dir does not exist"),
+        # An object store that is down (nothing listens at port 1): said at once, not after pyarrow's retries.
+        (["list", DOWN_STORE], "does not answer (connection refused); start it, or point tuner at it"),
+        (["report", DOWN_EXPERIMENT], "the object store at 127.0.0.1:1 does not answer (connection refused)"),
+        (["resume", DOWN_EXPERIMENT], "the object store at 127.0.0.1:1 does not answer (connection refused)"),
+        (["extend", DOWN_EXPERIMENT, "--num-samples", "2"], "127.0.0.1:1 does not answer (connection refused)"),
+        (["run", "--storage-path", DOWN_STORE], f"cannot reach {DOWN_STORE}: the object store at 127.0.0.1:1"),
+        (["run", "--warm-start", DOWN_EXPERIMENT], "the object store at 127.0.0.1:1 does not answer"),
+        (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),
+        (["run", "mnist_cnn", "--data-dir", "absent_dir"], "--data-dir absent_dir does not exist or is not a folder"),
+        (["run", "--data-dir", "absent_dir"], "--data-dir absent_dir does not exist"),  # digits reads none; a typo
+        (["run", "mnist_cnn", "--data-dir", "not_an_experiment"], "dataset files missing under"),
         (["run", "--warm-start", "not_an_experiment"], "is not a tuner experiment"),
         (["extend", "not_an_experiment", "--num-samples", "2"], "is not a tuner experiment"),
         (["extend", "not_an_experiment"], "the following arguments are required: --num-samples"),
@@ -121,7 +137,13 @@ SPACE_FILES = {
 def test_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, own_ray, args, message):
     """In-process, the way `python -m tuner` calls it (a subprocess each would cost seconds of imports);
     an exception that escaped `main` would fail the test with its traceback. No Ray is running, as for
-    `tuner run` (the --address rows would otherwise be told that one is)."""
+    `tuner run` (the --address rows would otherwise be told that one is), and none may start: each of
+    these is refused before Ray's start-up, in a moment."""
+
+    def no_start(*args, **kwargs):
+        raise AssertionError("Ray started before this input was refused")
+
+    monkeypatch.setattr(ray, "init", no_start)
     _one_clear_line(tmp_path, monkeypatch, capsys, args, message)
 
 
@@ -174,8 +196,6 @@ def test_workers_beyond_the_cluster_fail_before_any_trial(tmp_path):
     "args,message",
     [
         (["run", "mnist_cnn", "--data-dir", "corrupt"], "dataset files under corrupt/MNIST/raw could not be read"),
-        (["run", "mnist_cnn"], "pass --data-dir DIR or set TUNER_DATA_DIR"),
-        (["run", "mnist_cnn", "--data-dir", "absent_dir"], "data dir"),
         (
             ["run", "--stop", "accuracy>0.9"],
             "stop condition's metric 'accuracy' is never reported; the loop reports train_loss, val_acc, val_loss",

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import struct
 import tempfile
 import textwrap
 from pathlib import Path
@@ -21,6 +22,7 @@ from nbclient import NotebookClient
 
 from tests.conftest import REPO, TINY_GRID, run_killed_when, run_tuner, start_shared_ray
 from tuner.cli import main
+from tuner.command import tuner_command
 from tuner.ray_compat import PICKLED_BY_PATH
 from tuner.results import analysis
 
@@ -363,14 +365,37 @@ def test_html_report_and_table_formats(grid_run):
     assert [row["trial_id"] for row in json.loads(result.stdout)] == trials["trial_id"].tolist()
     page = (experiment / "report.html").read_text()
     assert all(trial_id in page for trial_id in trials["trial_id"])
-    assert page.count("data:image/png;base64,") >= 5 and "<script src" not in page
+    assert page.count("data:image/png;base64,") >= 4 and "<script src" not in page
+    assert "Early stopping" not in page  # a fifo grid whose trials all ran every epoch: nothing to show there
     csv = run_tuner("report", str(experiment), "--format", "csv", "--top", "2", cwd=experiment)
     assert csv.stdout.splitlines()[0].startswith("rank,trial_id,status") and len(csv.stdout.splitlines()) == 3
 
 
-def test_tensorboard_event_files_are_written(grid_run):
+def _tensorboard_tags(event_file: Path) -> set[str]:
+    """The scalar tags of a TensorBoard event file: TFRecords (length, its CRC, an Event, its CRC)."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    data, at, tags = event_file.read_bytes(), 0, set()
+    while at < len(data):
+        (length,) = struct.unpack("<Q", data[at : at + 8])
+        event = Event.FromString(data[at + 12 : at + 12 + length])
+        tags |= {value.tag for value in event.summary.value if value.HasField("simple_value")}
+        at += 12 + length + 4
+    return tags
+
+
+def test_tensorboard_shows_a_run_per_trial_named_by_its_config_with_the_loops_metrics(grid_run):
     _, experiment = grid_run
-    assert len(list(experiment.glob("*/events.out.tfevents.*"))) == 4  # one per trial, for `tensorboard --logdir`
+    trials = pd.read_csv(experiment / "trials.csv")
+    files = sorted(experiment.glob("*/*/events.out.tfevents.*"))  # `tensorboard --logdir <experiment>`
+    assert len(files) == 4, files
+    runs = {f"{file.parent.parent.name}/{file.parent.name}" for file in files}
+    assert runs == {
+        f"{Path(row.trial_dir).name}/batch_size={row.batch_size},hidden={row.hidden},lr={row.lr:.4g}"
+        for row in trials.itertuples()
+    }
+    # The loop's metrics and the model's costs: none of Ray's or tuner's bookkeeping.
+    assert _tensorboard_tags(files[0]) == {"train_loss", "val_acc", "val_loss", "params", "latency_ms"}
 
 
 def test_report_of_an_experiment_where_every_trial_diverged(tuner_here, workdir):
@@ -547,6 +572,12 @@ def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_the
     result = tuner_here("extend", str(experiment), "--num-samples", "2", cwd=workdir)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "extend: the grid has run whole; the new trials are random draws of the same space" in result.stdout
+    # The live view counts the whole experiment, and names the best trial the summary names.
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines if line.startswith("[")] == ["[5/6]", "[6/6]"]
+    status = [line for line in lines if "trials done" in line][-1]
+    best = next(line for line in lines if line.startswith("best trial:")).split()[2]
+    assert status.startswith("6/6 trials done") and f" · best {best} val_acc=" in status, status
     trials = pd.read_csv(experiment / "trials.csv")
     assert len(trials) == 6 and (trials["status"] == "finished").all()
     old = trials[trials["trial_id"].isin(before["trial_id"])].set_index("trial_id").sort_index()
@@ -563,7 +594,15 @@ def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_the
     listed = run_tuner("list", str(storage), cwd=workdir)
     assert listed.returncode == 0 and "| finished | 6 finished |" in listed.stdout, listed.stdout
 
+    # Every trial has ended: resume says so in one line, and runs nothing (the run time stays as it was).
+    recorded = (experiment / "tuner.json").read_text()
     resumed = tuner_here("resume", str(experiment), cwd=workdir)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stdout.strip() == (
+        f"nothing to resume: all 6 trials of {experiment} ended (6 finished); see them with "
+        f"`{tuner_command()} report {experiment}`, or add trials with "
+        f"`{tuner_command()} extend {experiment} --num-samples N`"
+    )
+    assert (experiment / "tuner.json").read_text() == recorded
     after = pd.read_csv(experiment / "trials.csv")
     assert sorted(after["trial_id"]) == sorted(trials["trial_id"]) and (after["status"] == "finished").all()

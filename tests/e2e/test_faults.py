@@ -370,6 +370,8 @@ def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(finished, tmp
     experiment = copy_of(finished, tmp_path)
     resumed = run_tuner("resume", str(experiment), cwd=tmp_path)  # whole: finished trials stay finished
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stdout.startswith(f"nothing to resume: all 2 trials of {experiment} ended (2 finished)")
+    assert run_tuner("report", str(experiment), cwd=tmp_path).returncode == 0
     _read_from(experiment)
 
     searcher_state = max(experiment.glob("basic-variant-state-*.json"))
@@ -382,6 +384,25 @@ def test_resume_refuses_a_state_file_cut_short_and_changes_nothing(finished, tmp
         f"being written when the disk filled); the results so far are kept: {tuner_command()} report "
         f"{experiment}; to search on, start again with `{tuner_command()} run --name <a new name>`"
     ]
+    assert {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()} == before
+
+
+def test_resume_refuses_an_experiment_without_rays_state_and_changes_nothing(finished, tmp_path):
+    """Ray's experiment state gone (deleted, or a copy that left it out) but its other files there: Ray
+    would log its failure to restore and train the trials afresh into the same folder, over their results."""
+    experiment = copy_of(finished, tmp_path)
+    for state in experiment.glob("experiment_state-*.json"):
+        state.unlink()
+    before = {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()}
+    resumed = run_tuner("resume", str(experiment), cwd=tmp_path)
+    assert resumed.returncode == 2, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert resumed.stderr.strip().splitlines() == [
+        f"tuner: error: cannot resume {experiment}: Ray's saved state (experiment_state-*.json) is missing, and "
+        "without it Ray would start the trials afresh over their results; the results so far are kept: "
+        f"{tuner_command()} report {experiment}; put the file back, or start again with "
+        f"`{tuner_command()} run --name <a new name>`"
+    ]
+    assert resumed.stdout == ""
     assert {p: p.read_bytes() for p in experiment.rglob("*") if p.is_file()} == before
 
 

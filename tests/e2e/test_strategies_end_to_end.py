@@ -295,7 +295,8 @@ def test_optuna_with_two_objectives_a_constraint_and_pareto_asha(tuner_here, tmp
     if trials["feasible"].any():
         assert trials.iloc[0]["pareto_rank"] == 1
         front = trials[trials["feasible"] & (trials["pareto_rank"] == 1)]
-        assert f"pareto front: {len(front)} trials (val_acc max, val_loss min)" in out
+        on_front = f"{len(front)} trial" + ("" if len(front) == 1 else "s")  # `1 trial`, `2 trials`
+        assert f"pareto front: {on_front} (val_acc max, val_loss min)" in out
     feasible = int(trials["feasible"].sum())
     assert f"feasible:   {feasible} of 6 trials meet val_loss<=1.5" in out
     from tuner.ray_compat import PICKLED_BY_PATH

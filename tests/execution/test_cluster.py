@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import REPO, free_port, run_tuner, tuner_process
+from tuner.command import ray_command
 
 pytestmark = pytest.mark.slow
 
@@ -256,6 +257,8 @@ def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_h
     ]
     result = subprocess.run(command, cwd=workdir, env=_clean_env(home), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    # Ray's notice that the cluster uses token authentication ends in advice to turn it off: not shown.
+    assert "Token authentication is enabled" not in result.stdout + result.stderr
     assert (pd.read_csv(workdir / "results" / "home_token" / "trials.csv")["status"] == "finished").all()
     submitted = subprocess.run(
         [
@@ -280,6 +283,7 @@ def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_h
         timeout=300,
     )
     assert submitted.returncode == 0, submitted.stderr[-3000:]
+    assert "Token authentication is enabled" not in submitted.stdout + submitted.stderr
     # The printed `ray job logs` works in the same shell: Ray's CLI sends the token from ~/.ray/auth_token
     # only when told RAY_AUTH_MODE=token, and this installation's `ray` is not on that shell's PATH.
     logs = next(line for line in submitted.stdout.splitlines() if line.startswith("logs:"))
@@ -306,8 +310,28 @@ def test_the_token_where_ray_keeps_it_is_enough_and_none_is_one_clear_line(ray_h
     ), last
 
 
-def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
-    storage = workdir / "submitted_results"
+def _checkout(folder: Path) -> Path:
+    """A tuner checkout as a user submits from it: the package travels in the job's working dir, and the
+    folder has a .git and a .venv, which Ray leaves out of that copy."""
+    shutil.copytree(REPO / "tuner", folder / "tuner", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", folder / "pyproject.toml")
+    (folder / ".git").mkdir()
+    (folder / ".venv").mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY))
+    return folder
+
+
+def _job_status(head, submission_id: str) -> str:
+    request = urllib.request.Request(
+        f"{head['dashboard']}/api/jobs/{submission_id}", headers={"Authorization": f"Bearer {head['token']}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["status"]
+
+
+def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, tmp_path):
+    checkout = _checkout(tmp_path / "checkout")
+    storage = tmp_path / "submitted_results"
     result = run_tuner(
         "submit",
         "tiny.py",
@@ -322,18 +346,42 @@ def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
         "--set",
         "hidden=32",
         "--follow",
-        cwd=workdir,
+        cwd=checkout,
         env=_token_env(ray_head),
         timeout=400,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "job:        tuner-submitted" in result.stdout
     assert f"dashboard:  {ray_head['dashboard']}/#/jobs/tuner-submitted" in result.stdout
+    stop_line = f"stop:       {ray_command()} job stop --address {ray_head['dashboard']} tuner-submitted"
+    assert stop_line in result.stdout, result.stdout
     assert "best trial:" in result.stdout  # the job's own summary, streamed back
     assert "job tuner-submitted: SUCCEEDED" in result.stdout
     trials = pd.read_csv(storage / "submitted" / "trials.csv")
     # The options the user gave reached `tuner run` on the cluster.
     assert len(trials) == 2 and (trials["epochs"] == 1).all() and (trials["hidden"] == 32).all()
+    # Only tuner's lines and the job's own: none of Ray's notices about tokens, the folders it leaves out of
+    # the working dir, the runtime env and the stream; not the entrypoint Ray runs (11 lines of bootstrap).
+    for ray_line in ("Token authentication is enabled", "is now ignored by default", "Runtime env is setting up"):
+        assert ray_line not in result.stdout + result.stderr, ray_line
+    assert "Running entrypoint" not in result.stdout and "sys.argv[0]" not in result.stdout
+    assert "WebSocket closed" not in result.stdout + result.stderr
+    # The job ran the checkout's tuner from Ray's copy of it; its hints name the checkout, not that copy.
+    notebook = next(line for line in result.stdout.splitlines() if line.startswith("notebook:"))
+    assert f"{checkout}/tuner/notebooks/quick_look.ipynb" in notebook, notebook
+    assert f"install -e '{checkout}[notebook]'" in notebook and ray_head["temp_dir"] not in result.stdout
+
+    # The printed stop line stops a job, pasted as printed.
+    started = run_tuner(
+        "submit", "tiny.py", "--address", ray_head["dashboard"], "--storage-path", str(storage), "--name", "stopped",
+        cwd=checkout, env=_token_env(ray_head),
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr[-3000:]
+    stop = next(line for line in started.stdout.splitlines() if line.startswith("stop:")).removeprefix("stop:")
+    shell = {**os.environ, **_token_env(ray_head)}
+    stopped = subprocess.run(stop, shell=True, cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 0, stop + stopped.stderr[-3000:]
+    assert _job_status(ray_head, "tuner-stopped") == "STOPPED"
 
     again = run_tuner(
         "submit",
@@ -344,7 +392,7 @@ def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, workdir):
         str(storage),
         "--name",
         "submitted",
-        cwd=workdir,
+        cwd=checkout,
         env=_token_env(ray_head),
     )
     assert again.returncode == 2 and "a job named tuner-submitted already exists" in again.stderr

@@ -5,7 +5,10 @@ gcs_server process, and a run's own instance ends with the run."""
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import TINY_GRID, run_tuner
+from tests.conftest import TINY_GRID, free_port, run_tuner
 from tests.e2e.test_faults import wait_until
 from tuner.execution import kept_ray
 
@@ -112,10 +115,78 @@ def test_tuner_down_stops_the_kept_instance_and_another_folder_runs_its_own(fold
     assert still is not None and (still.pid, still.address) == (kept.pid, kept.address), "it is left alone"
 
     down = run_tuner("down", cwd=elsewhere)
-    assert down.returncode == 0 and down.stdout.strip() == f"stopped the Ray instance tuner kept at {kept.address}"
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.strip() == (
+        f"stopped the Ray instance tuner kept at {kept.address} for runs from {os.getcwd()}; no other Ray was touched"
+    )
     wait_until(lambda: not gcs_servers() - before, "end of the stopped instance", timeout=30)
     again = run_tuner("down", cwd=elsewhere)
     assert again.returncode == 0 and again.stdout.strip() == "no Ray instance kept by tuner is up"
+
+
+@pytest.fixture
+def ray_tmpdir() -> Iterator[Path]:
+    """Where Ray keeps its sessions and its discovery file (`ray_current_cluster`, written by `ray start`),
+    this test's own (RAY_TMPDIR, which a run's processes and its keeper inherit), so that the user's Ray
+    it plays leaves nothing behind for the rest of the machine. Short: Ray's socket paths must fit 107
+    characters."""
+    folder = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _discovery_file(ray_tmpdir: Path) -> Path:
+    return ray_tmpdir / "ray" / "ray_current_cluster"
+
+
+def test_a_users_own_ray_beside_is_never_kept_nor_stopped(folder: Path, ray_tmpdir: Path) -> None:
+    """README's `ray start --head`, then `tuner run --keep-ray` and `tuner down`: tuner keeps an instance of
+    its own (the keeper's ray.init once joined the user's through the discovery file), and stopping it
+    leaves the user's running."""
+    port = free_port()
+    env = {**os.environ, "RAY_TMPDIR": str(ray_tmpdir)}
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    users = subprocess.Popen(
+        [ray_cli, "start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard=false", "--block"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: _discovery_file(ray_tmpdir).is_file(), "the user's `ray start --head`", timeout=60)
+        users_address = _discovery_file(ray_tmpdir).read_text().strip()
+        assert users_address.endswith(f":{port}")
+
+        run = run_tuner("run", "space.py", "--keep-ray", "1m", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder)
+        assert run.returncode == 0, run.stderr
+        kept = kept_ray.find()
+        assert kept is not None and kept.address != users_address
+        assert f"keeping this Ray instance ({kept.address})" in run.stdout
+        assert f"ray: a Ray instance kept by tuner is up at {kept.address}" in run_tuner("list", cwd=folder).stdout
+
+        down = run_tuner("down", cwd=folder)
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.strip() == (
+            f"stopped the Ray instance tuner kept at {kept.address} for runs from {folder}; no other Ray was touched"
+        )
+        assert not kept_ray.answers(kept.address)
+        assert users.poll() is None and kept_ray.answers(users_address), "the user's Ray is still up"
+    finally:
+        users.terminate()  # `ray start --block` stops what it started at SIGTERM
+        users.wait(timeout=60)
+
+
+def test_a_stale_discovery_file_does_not_delay_a_kept_instance(folder: Path, ray_tmpdir: Path) -> None:
+    """What a user's `ray start --head` leaves once stopped by its PID: a discovery file naming a GCS
+    that is gone. The keeper once tried to join it and failed after 120 s."""
+    _discovery_file(ray_tmpdir).parent.mkdir(parents=True)
+    _discovery_file(ray_tmpdir).write_text(f"127.0.0.1:{free_port()}")
+    run = run_tuner("run", "space.py", "--keep-ray", "1m", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder)
+    assert run.returncode == 0, run.stderr
+    kept = kept_ray.find()
+    assert kept is not None and kept_ray.answers(kept.address)
+    assert f"keeping this Ray instance ({kept.address})" in run.stdout
 
 
 def _record(**changes) -> kept_ray.Kept:

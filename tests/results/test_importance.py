@@ -44,13 +44,16 @@ def table(n: int = 40, seed: int = 0, sign: float = 1.0) -> pd.DataFrame:
 def test_the_hyperparameter_the_score_depends_on_comes_first(evaluator, mode):
     # Under min the scores are negated, so the same trials are best and the same lr matters.
     frame = importance(table(sign=1.0 if mode == "max" else -1.0), meta(mode), evaluator).set_index("param")
-    assert list(frame.columns) == ["importance", "std"]
+    assert list(frame.columns) == ["importance", "low", "high"]
     assert frame.index[0] == "lr", frame
     assert frame.loc["lr", "importance"] > 3 * frame.loc["noise", "importance"], frame
     assert frame.loc["lr", "importance"] > 3 * frame.loc["optimizer", "importance"], frame
-    assert frame.loc["batch_size", ["importance", "std"]].tolist() == [0.0, 0.0]  # one value: listed, 0
+    assert frame.loc["batch_size", ["importance", "low", "high"]].tolist() == [0.0, 0.0, 0.0]  # one value: 0
     assert frame["importance"].sum() == pytest.approx(1.0)  # shares of the total
-    assert np.isfinite(frame["std"]).all() and (frame["std"] >= 0).all()
+    # An interval of shares, from the bootstrap's quantiles: within 0 and 1, low below high.
+    assert np.isfinite(frame[["low", "high"]]).all().all()
+    assert ((0 <= frame["low"]) & (frame["low"] <= frame["high"]) & (frame["high"] <= 1)).all(), frame
+    assert frame.loc["lr", "low"] > frame.loc["noise", "high"], frame  # it matters beyond the resampling's noise
 
 
 def test_the_mode_decides_which_trials_are_the_top_ones():
@@ -133,7 +136,7 @@ def test_trials_without_a_score_are_left_out_and_too_few_is_one_line():
 def test_nothing_varies_gives_zeros():
     trials = table(n=10).assign(lr=0.01, noise=0.5, optimizer="adam")
     frame = importance(trials, meta())
-    assert (frame["importance"] == 0).all() and (frame["std"] == 0).all()
+    assert (frame[["importance", "low", "high"]] == 0).all().all()
 
 
 def test_several_objectives_each_in_its_own_mode():
@@ -152,11 +155,15 @@ def test_an_unknown_evaluator_is_one_line():
 
 
 def test_the_plot_names_the_evaluator_and_what_it_did_not_assess():
-    frame = pd.DataFrame({"param": ["lr", "momentum"], "importance": [1.0, np.nan], "std": [0.1, np.nan]})
+    frame = pd.DataFrame(
+        {"param": ["lr", "momentum"], "importance": [0.9, np.nan], "low": [0.7, np.nan], "high": [1.0, np.nan]}
+    )
     frame.attrs["evaluator"] = "fANOVA"
     ax = plot_importance(frame).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["lr", "momentum (not assessed)"]
     assert "fANOVA" in ax.get_title()
+    whisker = next(c for c in ax.collections if hasattr(c, "get_segments")).get_segments()[0]
+    assert whisker[:, 0].tolist() == pytest.approx([0.7, 1.0])  # from low to high: the interval as it is
 
 
 def test_distributions_are_read_from_the_values():

@@ -188,9 +188,10 @@ def test_plots_of_a_single_trial(exp):
 
 def test_importance_has_a_finite_row_per_hyperparameter(exp):
     frame = exp.importance()
-    assert list(frame.columns) == ["param", "importance", "std"]
+    assert list(frame.columns) == ["param", "importance", "low", "high"]
     assert sorted(frame["param"]) == sorted(exp.params)
-    assert np.isfinite(frame[["importance", "std"]].to_numpy()).all()
+    assert np.isfinite(frame[["importance", "low", "high"]].to_numpy()).all()
+    assert ((frame["low"] >= 0) & (frame["high"] <= 1)).all()
     assert frame["importance"].is_monotonic_decreasing
 
 
@@ -203,7 +204,7 @@ def test_importance_finds_the_hyperparameter_the_score_depends_on(exp):
     trials["best_val_acc"] = 0.9 - 5 * (trials["lr"] - 0.01).abs() + rng.normal(0, 0.001, len(trials))
     frame = importance(trials, exp.meta).set_index("param")
     assert frame.index[0] == "lr" and frame.loc["lr", "importance"] > 10 * abs(frame.loc["hidden", "importance"])
-    assert frame.loc["batch_size", ["importance", "std"]].tolist() == [0.0, 0.0]  # one value: listed, 0
+    assert frame.loc["batch_size", ["importance", "low", "high"]].tolist() == [0.0, 0.0, 0.0]  # one value: 0
 
 
 def test_importance_needs_four_scored_trials(exp):
@@ -255,19 +256,27 @@ def test_html_report_is_one_self_contained_page(exp):
     with open(path, encoding="utf-8") as page_file:
         page = page_file.read()
     assert 'src="http' not in page and "<script" not in page and "<link" not in page
-    assert page.count(IMAGE) == 5  # curves, per-param, parallel coordinates, importance, early stopping
+    assert page.count(IMAGE) == 4  # curves, per-param, parallel coordinates, importance
     text = parsed(page)
+    assert "Early stopping" not in text  # fifo, every trial ran every epoch: no section that says only that
     assert "tiny_grid" in text and "finished" in text
     assert all(trial in text for trial in exp.trials["trial_id"])
     assert exp.best()["trial_id"] in text.split("Ranked trials")[0]  # named in the best-trial section
     assert "No trial failed." in text
 
 
+def test_the_early_stopping_section_shows_where_a_trial_was_stopped_early(exp):
+    trials = exp.trials.copy()
+    trials.loc[0, "status"] = "stopped early"  # as --stop, the time budget or a scheduler leaves it
+    text = parsed(html_report._page(exp.path, trials, exp.history, exp.meta))
+    assert "Early stopping" in text
+
+
 def test_html_report_of_an_experiment_whose_trials_all_failed(exp, tmp_path):
     trials = failed(exp)
     trials.loc[1, ["status", "error"]] = ["diverged", ""]
     page = open(html_report.write(str(tmp_path), trials, exp.history, exp.meta), encoding="utf-8").read()
-    assert page.count(IMAGE) == 1  # only the early-stopping picture has something to show
+    assert page.count(IMAGE) == 0  # no score to plot, and no trial stopped early
     assert "out of &lt;memory&gt; &amp; more" in page and "<memory>" not in page
     text = parsed(page)
     assert "No trial has a score" in text and "this experiment has 0" in text

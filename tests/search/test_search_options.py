@@ -51,6 +51,10 @@ def test_model_based_searchers_sample_grid_axes_as_choices(search):
         "configs in all (--num-samples N for more)"
     )
     assert searchers.grid_notice("grid", space, 6) is None
+    # `tuner extend --num-samples 6`: the user gave the number, so no advice to give it.
+    assert searchers.grid_notice(search, space, 6, extend=True) == (
+        f"{search} samples the grid axes (hidden, lr) as choices of the same values: 6 new configs"
+    )
 
 
 @pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])

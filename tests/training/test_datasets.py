@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,6 +86,22 @@ def test_missing_files_are_named(tmp_path):
         load("mnist", str(tmp_path))
     with pytest.raises(TunerError, match="data_batch_1.*batches.meta"):
         load("cifar10", str(tmp_path))
+
+
+def test_the_files_checked_before_ray_starts_are_those_torchvision_reads():
+    from torchvision import datasets
+
+    from tuner.data import local_root
+
+    assert local_root.CIFAR10_FOLDER == datasets.CIFAR10.base_folder
+    read = [name for name, _ in datasets.CIFAR10.train_list + datasets.CIFAR10.test_list]
+    assert list(local_root.CIFAR10_FILES) == [*read, datasets.CIFAR10.meta["filename"]]
+    for name, cls in (("mnist", datasets.MNIST), ("fashion_mnist", datasets.FashionMNIST)):
+        unread = cls.__new__(cls)  # where it reads from, asked without the files it would read at once
+        unread.root = "root"
+        assert local_root.FILES[name] == (os.path.relpath(unread.raw_folder, "root"), local_root.IDX_FILES)
+        assert [Path(url).stem for url, _ in cls.resources] == list(local_root.IDX_FILES)
+    assert set(local_root.FILES) == {name for name in data.DATASETS if name != "digits"}
 
 
 def test_no_root_and_absent_root(tmp_path, monkeypatch):

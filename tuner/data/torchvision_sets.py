@@ -4,19 +4,15 @@ Images stay uint8 in memory (4x smaller than floats, also in Ray's object store)
 scale and standardise them in their first layer.
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 from torchvision import datasets
 
-from tuner.data import DATA_DIR_ENV
+from tuner.data.local_root import CIFAR10_FILES, CIFAR10_FOLDER, FILES, require, resolve_root
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
-from tuner.home import expand_home
-
-IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
 class _LocalCIFAR10(datasets.CIFAR10):
@@ -25,25 +21,6 @@ class _LocalCIFAR10(datasets.CIFAR10):
     train_list = [[name, None] for name, _ in datasets.CIFAR10.train_list]
     test_list = [[name, None] for name, _ in datasets.CIFAR10.test_list]
     meta = {**datasets.CIFAR10.meta, "md5": None}
-
-
-def resolve_root(data_dir: str | None) -> Path:
-    root = data_dir or os.environ.get(DATA_DIR_ENV)
-    if not root:
-        raise TunerError(f"this dataset is read from a local root; pass --data-dir DIR or set {DATA_DIR_ENV}")
-    path = expand_home(root)
-    if not path.is_dir():
-        raise TunerError(f"data dir {path} does not exist; pass --data-dir with the folder that holds the dataset")
-    return path
-
-
-def _require(root: Path, folder: str, files: tuple[str, ...]) -> None:
-    missing = [name for name in files if not (root / folder / name).is_file()]
-    if missing:
-        raise TunerError(
-            f"dataset files missing under {root / folder}: {', '.join(missing)}; "
-            "place the uncompressed files there (no download happens at run time)"
-        )
 
 
 def _read(cls: type, root: Path, train: bool, where: Path):
@@ -56,11 +33,12 @@ def _read(cls: type, root: Path, train: bool, where: Path):
         ) from None
 
 
-def _idx(cls: type, folder: str, data_dir: str | None) -> Splits:
+def _idx(cls: type, name: str, data_dir: str | None) -> Splits:
     root = resolve_root(data_dir)
-    _require(root, f"{folder}/raw", IDX_FILES)
-    train = _read(cls, root, True, root / folder / "raw")
-    val = _read(cls, root, False, root / folder / "raw")
+    folder, files = FILES[name]
+    require(root, folder, files)
+    train = _read(cls, root, True, root / folder)
+    val = _read(cls, root, False, root / folder)
     return Splits(
         (train.data.unsqueeze(1).contiguous(), train.targets.long()),
         (val.data.unsqueeze(1).contiguous(), val.targets.long()),
@@ -69,22 +47,20 @@ def _idx(cls: type, folder: str, data_dir: str | None) -> Splits:
 
 def mnist(*, data_dir: str | None = None) -> Splits:
     """uint8 images (N, 1, 28, 28) and int64 labels from DIR/MNIST/raw (DIR: data_dir, else TUNER_DATA_DIR)."""
-    return _idx(datasets.MNIST, "MNIST", data_dir)
+    return _idx(datasets.MNIST, "mnist", data_dir)
 
 
 def fashion_mnist(*, data_dir: str | None = None) -> Splits:
     """As `mnist`, from DIR/FashionMNIST/raw."""
-    return _idx(datasets.FashionMNIST, "FashionMNIST", data_dir)
+    return _idx(datasets.FashionMNIST, "fashion_mnist", data_dir)
 
 
 def cifar10(*, data_dir: str | None = None) -> Splits:
     """uint8 images (N, 3, 32, 32) and int64 labels from DIR/cifar-10-batches-py."""
     root = resolve_root(data_dir)
-    folder = _LocalCIFAR10.base_folder
-    batches = tuple(name for name, _ in _LocalCIFAR10.train_list + _LocalCIFAR10.test_list)
-    _require(root, folder, batches + (_LocalCIFAR10.meta["filename"],))
-    train = _read(_LocalCIFAR10, root, True, root / folder)
-    val = _read(_LocalCIFAR10, root, False, root / folder)
+    require(root, CIFAR10_FOLDER, CIFAR10_FILES)
+    train = _read(_LocalCIFAR10, root, True, root / CIFAR10_FOLDER)
+    val = _read(_LocalCIFAR10, root, False, root / CIFAR10_FOLDER)
 
     def chw(images: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))

@@ -158,7 +158,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
         if target != "local":
             check_reachable(target)
             auth_mode = mode_for(target)
-            with logs.quiet_token_notice(kept is not None and quiet):  # tuner's own instance, as a local one
+            with logs.quiet_token_notice(quiet):
                 token = send_token_if_available() if auth_mode != "disabled" else None
             if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
                 raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(None)}")
@@ -173,7 +173,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
                 env.local_instance_log_level(ray_logs),
                 local_dashboard as port,
                 env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
-                logs.quiet_token_notice(cluster.target == "local" and quiet),
+                logs.quiet_token_notice(quiet),
                 logs.quiet_client_notice(quiet),
             ):
                 if kept is not None:

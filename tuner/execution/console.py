@@ -19,6 +19,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ray import tune
@@ -48,6 +49,29 @@ def _value(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+@dataclass(frozen=True)
+class EarlierTrials:
+    """The trials of the experiment's earlier Ray runs, which an `extend` run does not see (each is a Ray
+    run of its own): counted and ranked with its own, so that the view speaks of the whole experiment,
+    as the summary does. They have all ended (an experiment is extended only then)."""
+
+    ended: dict[str, int] = field(default_factory=dict)  # how -> trials, in this view's words
+    best: tuple[float, str, str] | None = None  # (best score, trial id, its config as shown)
+
+    @property
+    def total(self) -> int:
+        return sum(self.ended.values())
+
+    @classmethod
+    def of(cls, statuses: dict[str, int], best: tuple[float, str, dict[str, Any]] | None) -> "EarlierTrials":
+        """From the report's counts (status -> trials) and its best trial (score, id, config)."""
+        ended = {("errored" if status == "error" else status): count for status, count in statuses.items()}
+        if best is None:
+            return cls(ended)
+        score, trial_id, config = best
+        return cls(ended, (score, trial_id, ", ".join(f"{key}={_value(value)}" for key, value in config.items())))
+
+
 class LiveProgress(tune.Callback):
     """The live view, as a Tune callback. Tune pickles it with the run's config (and `tuner resume`
     restores it from there), so it holds no stream and keeps no state that `setup` does not reset."""
@@ -61,10 +85,12 @@ class LiveProgress(tune.Callback):
         time_budget: str | None = None,
         stop: str | None = None,
         gpu_sharing: str | None = None,
+        earlier_trials: EarlierTrials | None = None,
     ):
         self.metric, self.mode, self.params, self.epochs = metric, mode, list(params), epochs
         self.time_budget, self.stop = time_budget, stop
         self.gpu_sharing = gpu_sharing  # "4 trials per GPU" when trials share GPUs
+        self.earlier_trials = earlier_trials or EarlierTrials()
         self.setup()
 
     @property
@@ -89,6 +115,7 @@ class LiveProgress(tune.Callback):
         vars(self).setdefault("time_budget", None)
         vars(self).setdefault("stop", None)
         vars(self).setdefault("gpu_sharing", None)
+        vars(self).setdefault("earlier_trials", EarlierTrials())
         self.started = time.monotonic()
         self.drawn = False  # the status line is on the screen, with no newline after it
         self.last_status = 0.0
@@ -182,10 +209,9 @@ class LiveProgress(tune.Callback):
         said = {"stopped early": f"stopped early at epoch {epochs}", "errored": f"errored in epoch {epochs + 1}"}
         best = self._best_of(trial)
         score = f"  best {self.metric}={_value(best)}" if best is not None else ""
-        done = sum(self._how_it_ended(each) is not None for each in trials)
-        self._print(
-            f"[{done}/{self.total or len(trials)}] {trial.trial_id} {said.get(how, how)}{score}  {self._config(trial)}"
-        )
+        done = self.earlier_trials.total + sum(self._how_it_ended(each) is not None for each in trials)
+        total = self.earlier_trials.total + (self.total or len(trials))
+        self._print(f"[{done}/{total}] {trial.trial_id} {said.get(how, how)}{score}  {self._config(trial)}")
         if sys.stdout.isatty():
             self._draw(trials)
 
@@ -195,9 +221,10 @@ class LiveProgress(tune.Callback):
         ended = [how for how in hows if how not in unfinished]
         total = max(self.total or 0, len(trials))
         elapsed = time.monotonic() - self.started
-        parts = [f"{len(ended)}/{total} trials done"]
+        earlier = self.earlier_trials
+        parts = [f"{earlier.total + len(ended)}/{earlier.total + total} trials done"]
         shown = ("stopped early", "paused", "diverged", "errored")
-        parts += [f"{ended.count(how)} {how}" for how in shown if how in ended]
+        parts += [f"{count} {how}" for how in shown if (count := ended.count(how) + earlier.ended.get(how, 0))]
         if self.final is not None:  # the run is over: nothing runs or waits any more
             if incomplete := hows.count(INCOMPLETE):
                 parts.append(f"{incomplete} {INCOMPLETE}")
@@ -214,7 +241,8 @@ class LiveProgress(tune.Callback):
             if (left := self._time_left(trials, elapsed)) is not None:
                 parts.append(f"~{format_duration(left)} left")
         if (best := self._best(trials)) is not None:
-            parts.append(f"best {best.trial_id} {self.metric}={_value(self._best_of(best))} {self._config(best)}")
+            score, trial_id, config = best
+            parts.append(f"best {trial_id} {self.metric}={_value(score)} {config}")
         return " · ".join(parts)
 
     def _time_left(self, trials: list[Trial], elapsed: float) -> float | None:
@@ -238,16 +266,23 @@ class LiveProgress(tune.Callback):
         analysis = trial.metric_analysis.get(self.metric)
         return analysis[self.mode] if analysis else None
 
-    def _best(self, trials: list[Trial]) -> Trial | None:
-        # Of the trials whose scores count, as the summary ranks them (SCORED). By trial id: max/min keep
-        # the first of equal scores, so a tie goes to the lower id, as in the report's ranking
-        # (tuner/results/report.py, rank).
+    def _best(self, trials: list[Trial]) -> tuple[float, str, str] | None:
+        """(score, trial id, config) of the best trial so far, this run's and the earlier runs'. Of the
+        trials whose scores count, as the summary ranks them (SCORED). By trial id: max/min keep the
+        first of equal scores, so a tie goes to the lower id, as in the report's ranking
+        (tuner/results/report.py, rank)."""
         counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
-        scored = sorted((trial for trial in counted if self._best_of(trial) is not None), key=lambda t: t.trial_id)
+        scored = [
+            (score, trial.trial_id, self._config(trial))
+            for trial in counted
+            if (score := self._best_of(trial)) is not None
+        ]
+        if self.earlier_trials.best is not None:
+            scored.append(self.earlier_trials.best)
         if not scored:
             return None
         pick = max if self.mode == "max" else min
-        return pick(scored, key=lambda trial: self._best_of(trial) or 0.0)  # scored: never None here
+        return pick(sorted(scored, key=lambda best: best[1]), key=lambda best: best[0])
 
     def _config(self, trial: Trial) -> str:
         flat = flatten(trial.config)

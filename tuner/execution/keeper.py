@@ -32,6 +32,9 @@ def _start_instance(keep: str, environment: dict[str, str]) -> tuple[kept_ray.Ke
     its record; with the job id of this process on it."""
     with dashboard_port.for_local_instance(shown=True) as port:  # it serves later runs' --dashboard
         context = ray.init(
+            # A new instance, always: with no address Ray would join the cluster that RAY_ADDRESS or the
+            # discovery file of the user's own `ray start` names (and wait for a stale one's GCS).
+            address="local",
             include_dashboard=True,
             dashboard_host=LOOPBACK,
             dashboard_port=port,

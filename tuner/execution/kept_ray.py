@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -185,12 +186,31 @@ def start(keep: str, idle_s: float) -> Kept:
                 f"the Ray instance to keep did not start ({said}); see {log_path}, or run without --keep-ray"
             )
         time.sleep(0.1)
-    process.terminate()
+    # The keeper leads its own process group (start_new_session), and Ray's processes that its ray.init
+    # started are in it: the whole group goes, so nothing outlives this refusal.
+    _kill_group(process.pid)
     raise TunerError(f"the Ray instance to keep did not start in {START_TIMEOUT_S:.0f} s; see {log_path}")
 
 
-def stop() -> Kept | None:
-    """Stop the kept instance, if one is up (its keeper shuts Ray down); the instance that was stopped."""
+def _kill_group(leader: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader, signal.SIGKILL)
+
+
+def answers(address: str, timeout_s: float = 1.0) -> bool:
+    """Whether something still listens at the GCS address `host:port`."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def stop() -> tuple[Kept, bool] | None:
+    """Stop the kept instance, if one is up: its keeper shuts Ray down, and where it does not in
+    STOP_TIMEOUT_S, its process group (the keeper and the instance's processes) is killed. The instance,
+    and whether its GCS has stopped answering."""
     kept = find()
     if kept is None:
         return None
@@ -198,7 +218,10 @@ def stop() -> Kept | None:
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while _alive(kept.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(kept.pid):
-        os.kill(kept.pid, signal.SIGKILL)
+    if _alive(kept.pid) or answers(kept.address):
+        _kill_group(kept.pid)
     record_path().unlink(missing_ok=True)
-    return kept
+    deadline = time.monotonic() + STOP_TIMEOUT_S / 6  # a killed GCS's port closes as the kernel reaps it
+    while answers(kept.address) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return kept, not answers(kept.address)

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tuner.data import DATA_DIR_ENV
+from tuner.data import DATA_DIR_ENV, local_root
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
 from tuner.execution.packing import Measured
@@ -125,6 +125,12 @@ def while_ray_starts(work: Callable[[], T]) -> Callable[[], T]:
 
     threading.Thread(target=keep_outcome, name="tuner-prepare", daemon=True).start()
     return result
+
+
+def check_data(spec: ExperimentSpec, data_dir: str | None) -> None:
+    """What can be told of the data before Ray starts, in a moment: the data directory, and a shipped set's
+    files in it (tuner/data/local_root.py); the load itself runs while Ray starts."""
+    local_root.check(spec.dataset, data_dir)
 
 
 def data_dir(path: str | None) -> AbstractContextManager[None]:

@@ -9,6 +9,7 @@ Where that Python cannot run tuner, the job fails with one line that says so.
 
 import asyncio
 import logging
+import os
 import shlex
 import sys
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tuner import command
 from tuner.command import ray_command
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.execution.cluster_token import cli_prefix, refusal_hint, send_token_if_available
@@ -24,6 +26,7 @@ from tuner.spec.space import ExperimentSpec
 
 # The job's working directory is a temporary copy, so results go to a path of the cluster's own.
 DEFAULT_STORAGE = "~/tuner_results"
+SUBMITTED_FROM_ENV = command.SUBMITTED_FROM_ENV  # the folder submit ran in: what the job's copy is of
 EXCLUDES = [".git", ".venv", "venv", "tuner_results", "__pycache__", ".ipynb_checkpoints"]
 SUCCEEDED = "SUCCEEDED"
 FAILED = 1
@@ -135,11 +138,15 @@ def _client(address: str):
         raise TunerError(f"cannot use the Jobs API at {address}: {message}") from None
 
 
-async def _stream_logs(client, submission_id: str) -> None:
-    """The job's own output, as it comes: not a record of tuner's, so not through logging."""
-    async for lines in client.tail_job_logs(submission_id):
-        sys.stdout.write(lines)
+async def _stream_logs(client, job: Job, verbose: bool) -> None:
+    """The job's own output, as it comes: not a record of tuner's, so not through logging; below -v
+    without what Ray's job supervisor writes before it (ray_compat.logs.JobLogFilter)."""
+    shown = None if verbose else logs.JobLogFilter(job.submission_id, job.entrypoint)
+    async for lines in client.tail_job_logs(job.submission_id):
+        sys.stdout.write(lines if shown is None else shown.feed(lines))
         sys.stdout.flush()
+    if shown is not None:
+        sys.stdout.write(shown.rest())
 
 
 def _submit_job(client, job: Job) -> str:
@@ -151,7 +158,11 @@ def _submit_job(client, job: Job) -> str:
             return client.submit_job(
                 entrypoint=job.entrypoint,
                 submission_id=job.submission_id,
-                runtime_env={"working_dir": ".", "excludes": EXCLUDES},
+                runtime_env={
+                    "working_dir": ".",
+                    "excludes": EXCLUDES,
+                    "env_vars": {SUBMITTED_FROM_ENV: os.getcwd()},
+                },
                 metadata={"tuner_experiment": job.name},
             )
         except RuntimeError as err:
@@ -174,26 +185,24 @@ def _ray_command() -> str:
     return f"{cli_prefix()}{ray_command()}"
 
 
-def submit(job: Job, follow: bool) -> int:
+def submit(job: Job, follow: bool, verbose: bool = False) -> int:
     ray = _ray_command()  # before _client, which turns token mode on in this process's environment
-    client = _client(job.address)
+    with logs.quiet_token_notice(not verbose):
+        client = _client(job.address)
     submission_id = _submit_job(client, job)
-    address = job.address.rstrip("/")
+    address = shlex.quote(job.address.rstrip("/"))
+    stop = f"{ray} job stop --address {address} {submission_id}"
     log.info("job:        %s", submission_id)
-    log.info("dashboard:  %s/#/jobs/%s", address, submission_id)
+    log.info("dashboard:  %s/#/jobs/%s", job.address.rstrip("/"), submission_id)
     log.info("experiment: %s/%s (on the cluster)", job.storage_path.rstrip("/"), job.name)
     log.info("logs:       %s job logs --address %s --follow %s", ray, address, submission_id)
+    log.info("stop:       %s", stop)
     if not follow:
         return 0
     try:
-        asyncio.run(_stream_logs(client, submission_id))
+        asyncio.run(_stream_logs(client, job, verbose))
     except KeyboardInterrupt:
-        log.info(
-            "\nstopped following; the job goes on (stop it with: %s job stop --address %s %s)",
-            ray,
-            address,
-            submission_id,
-        )
+        log.info("\nstopped following; the job goes on (stop it with: %s)", stop)
         return INTERRUPTED
     info = client.get_job_info(submission_id)
     # A failed job's message repeats the tail of the logs just streamed (a traceback twice); its first

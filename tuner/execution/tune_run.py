@@ -16,9 +16,10 @@ from tuner.command import tuner_command, tuner_hint
 from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.execution import packing, tracking
-from tuner.execution.console import LiveProgress
+from tuner.execution.console import EarlierTrials, LiveProgress
 from tuner.execution.phases import Phases
 from tuner.execution.stopper import MetricThreshold
+from tuner.execution.tensorboard import TrialsForTensorBoard
 from tuner.execution.trainable import TrialSetup, trainable
 from tuner.execution.trial_phases import TrialPhases
 from tuner.ray_compat import env, errors, logs, private
@@ -124,8 +125,11 @@ def new_tuner(
     storage_path: str,
     max_concurrent: int,
     phases: Phases | None = None,
+    earlier_trials: EarlierTrials | None = None,
 ) -> tune.Tuner:
-    callbacks: list[tune.Callback] = [KeepResultRows()]
+    """The Ray Tune run of `spec`'s trials; `earlier_trials`: those of the experiment's earlier runs, for
+    an `extend` (the live view counts the whole experiment)."""
+    callbacks: list[tune.Callback] = [KeepResultRows(), TrialsForTensorBoard(flat_keys(spec.param_space))]
     if phases is not None and phases.shown:
         callbacks.append(TrialPhases(phases))
     if options.verbose == 1:
@@ -138,6 +142,7 @@ def new_tuner(
                 time_budget=spec.budget.time_budget,
                 stop=spec.budget.stop,
                 gpu_sharing=gpu_sharing(spec.resources),
+                earlier_trials=earlier_trials,
             )
         )
     if options.mlflow:

@@ -22,6 +22,7 @@ PICKLED_BY_PATH = {
     "tuner.storage.whole_files": ("WholeFileHandler",),  # the storage filesystem of a local experiment
     "tuner.storage.checkpoint_retention": ("RetireCheckpoints",),
     "tuner.execution.console": ("LiveProgress",),
+    "tuner.execution.tensorboard": ("TrialsForTensorBoard",),
     "tuner.execution.trial_phases": ("TrialPhases",),
     "tuner.execution.stopper": ("MetricThreshold",),
     "tuner.storage.decisions": ("DecisionFile",),

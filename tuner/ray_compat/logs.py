@@ -20,10 +20,11 @@ TOKEN_SETUP_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 @contextmanager
 def quiet_token_notice(quiet: bool) -> Iterator[None]:
-    """Drops the line Ray logs on every start of a local instance to say token authentication is on.
-    tuner's local instances always keep it on (README says so), so below -v the line is noise; Ray's
-    warning that authentication is off (RAY_AUTH_MODE=disabled) still shows. Can go when Ray logs it
-    at DEBUG."""
+    """Drops the line Ray logs to say token authentication is on, as it starts a local instance or
+    connects to a cluster that uses it, or submits a job there. The line also says how to turn
+    authentication off, advice tuner never gives (README says why it keeps it on), so below -v it is
+    left out; Ray's warning that authentication is off (RAY_AUTH_MODE=disabled) still shows. Can go
+    when Ray logs it at DEBUG."""
     notice, logger = _TokenAuthOnNotice(), logging.getLogger(TOKEN_SETUP_LOGGER)
     if quiet:
         logger.addFilter(notice)
@@ -269,14 +270,74 @@ def quiet_analysis_warnings() -> Iterator[None]:
         logger.setLevel(previous)
 
 
-# Ray logs each step of packaging and uploading a job's working dir; `tuner submit`'s job id and links say
-# enough. Can go when Ray logs those steps at DEBUG.
-JOB_UPLOAD_LOGGERS = ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging")
+# Ray logs each step of packaging and uploading a job's working dir, and the end of the log stream of a
+# job it follows; `tuner submit`'s job id and links, and the job's own last line, say enough. Can go when
+# Ray logs those steps at DEBUG.
+JOB_UPLOAD_LOGGERS = (
+    "ray.dashboard.modules.dashboard_sdk",
+    "ray._private.runtime_env.packaging",
+    "ray.dashboard.modules.job.sdk",  # "WebSocket closed for job ... with close code 1000"
+)
+WORKING_DIR_LOGGER = "ray._private.runtime_env.working_dir"
+# Ray 2.60 warns, for each of .git, .venv and the like in the working dir, that it now leaves it out of the
+# job's copy by default; tuner's own excludes leave out the same folders, so nothing changes for the job.
+# Can go when Ray drops the warning (its TODO says "in a few releases").
+DEFAULT_EXCLUDES_NOTICE = "is now ignored by default when packaging the working directory"
+
+
+class _DropContaining(logging.Filter):
+    def __init__(self, part: str):
+        super().__init__()
+        self.part = part
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.part not in record.getMessage()
 
 
 def quiet_job_upload() -> None:
     for name in JOB_UPLOAD_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger(WORKING_DIR_LOGGER).addFilter(_DropContaining(DEFAULT_EXCLUDES_NOTICE))
+
+
+# What Ray's job supervisor writes into a job's log before the job's own output: that it sets up the
+# runtime env, and the entrypoint it runs, whole (tuner's is a shell line that finds the cluster's
+# Python, and a Python program: 11 lines of no use to the user). Can go when Ray writes them at DEBUG.
+JOB_SETUP_LINE = "-- Runtime env is setting up."
+
+
+class JobLogFilter:
+    """A job's log stream as `tuner submit --follow` shows it: the job's own output, without what Ray's
+    supervisor writes before it. Fed the stream's pieces in order, which may cut a line anywhere."""
+
+    def __init__(self, job_id: str, entrypoint: str) -> None:
+        self._echo = f"Running entrypoint for job {job_id}: {entrypoint}\n"
+        self._pending = ""
+        self._echo_seen = False
+
+    def feed(self, text: str) -> str:
+        """What to print of `text` now. Before the echo, whole lines go out and the rest waits: the last
+        line may be cut short, or be the echo's start."""
+        if self._echo_seen:
+            return text
+        self._pending += text
+        before, echo, after = self._pending.partition(self._echo)
+        if echo:
+            self._echo_seen, self._pending = True, ""
+            return self._without_setup(before) + after
+        starts = [0, *(at + 1 for at, char in enumerate(self._pending) if char == "\n")]
+        wait = next((start for start in starts if self._echo.startswith(self._pending[start:])), starts[-1])
+        shown, self._pending = self._pending[:wait], self._pending[wait:]
+        return self._without_setup(shown)
+
+    def rest(self) -> str:
+        """What waits still, once the stream has ended."""
+        shown, self._pending = self._pending, ""
+        return self._without_setup(shown)
+
+    @staticmethod
+    def _without_setup(text: str) -> str:
+        return "".join(line for line in text.splitlines(keepends=True) if JOB_SETUP_LINE not in line)
 
 
 @contextmanager

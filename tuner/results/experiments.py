@@ -42,7 +42,10 @@ class Summary:
 
     def row(self) -> dict[str, Any]:
         metric = self.meta.objective.metric
-        scored = report.scored(self.trials, metric)
+        scored, so_far = report.scored(self.trials, metric), ""
+        if scored.empty and self.status == "running" and best_column(metric) in self.trials:
+            # No trial has ended yet: the best score of those running, as `tuner report` ranks them.
+            scored, so_far = self.trials[self.trials[best_column(metric)].notna()], " so far"
         return {
             "experiment": filesystem.base_name(self.path),
             "space": self.meta.space,
@@ -52,7 +55,7 @@ class Summary:
                 for part in (report.describe(report.tally(self.trials, self.meta)) or "none yet", self.damage)
                 if part
             ),
-            "best": f"{metric}={scored.iloc[0][best_column(metric)]:.4g}" if len(scored) else "",
+            "best": f"{metric}={scored.iloc[0][best_column(metric)]:.4g}{so_far}" if len(scored) else "",
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started)),
             "ran": format_duration(self.ran_s),
         }

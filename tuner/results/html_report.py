@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from tuner.errors import TunerError
 from tuner.results import report, stops, visualization
 from tuner.results.columns import best_column
-from tuner.results.importance import REPEATS, importances
+from tuner.results.importance import INTERVAL, REPEATS, importances
 from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
 from tuner.settings.objectives import describe
@@ -139,8 +139,9 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
     evaluators = sorted({frame.attrs["evaluator"] for frame in frames.values()})
     method = (
         f"optuna's {' and '.join(evaluators)} importance evaluator on the scored trials (hyperparameters to "
-        f"best score): each hyperparameter's share of the total, with its std over {REPEATS} bootstrap "
-        "resamples of the trials (see tuner/results/importance.py)."
+        f"best score): each hyperparameter's share of the total, between low and high: the "
+        f"{INTERVAL[1] - INTERVAL[0]:.0%} "
+        f"interval of that share over {REPEATS} bootstrap resamples of the trials (see tuner/results/importance.py)."
     )
     if any(frame["importance"].isna().any() for frame in frames.values()):
         method += " A hyperparameter blank in some trials is not assessed: fANOVA needs it in every trial."
@@ -193,13 +194,19 @@ def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
         curves = _image(visualization.plot_learning_curves(trials, history, meta), "learning curves")
         params = _image(visualization.plot_param(trials, meta), "best score per hyperparameter")
         parallel = _image(visualization.plot_parallel_coordinates(trials, meta), "parallel coordinates")
+    decided = stops.frame(decisions.read(experiment_path))
+    # Only where something stopped trials early or decided whether to (a scheduler, --stop, the time
+    # budget): in a run where every trial ran every epoch, the section would show just that.
+    cut_short = trials["status"].isin([TrialStatus.STOPPED_EARLY, TrialStatus.PAUSED]).any() if len(trials) else False
     stopping = (
-        _image(
-            visualization.plot_early_stopping(trials, history, meta, stops.frame(decisions.read(experiment_path))),
-            "epochs run per trial",
-        )
-        if len(trials)
-        else _note("No trial was recorded.")
+        [
+            _section(
+                "Early stopping",
+                _image(visualization.plot_early_stopping(trials, history, meta, decided), "epochs run per trial"),
+            )
+        ]
+        if cut_short or len(decided)
+        else []
     )
     title = f"{meta.space}: tuner report"
     sections = [
@@ -210,7 +217,7 @@ def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
         _section("Score per hyperparameter", params),
         _section("Parallel coordinates", parallel),
         _section("Hyperparameter importance", _importance(trials, meta)),
-        _section("Early stopping", stopping),
+        *stopping,
         _section("Failed trials", _failed(failed, list(meta.params))),
     ]
     return (

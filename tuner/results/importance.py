@@ -34,8 +34,9 @@ differs from all trials' by chance). PED-ANOVA's top set is the best 10% of tria
 `TOP_TRIALS` of them (at most half), as optuna advises five or more there.
 
 An importance is the hyperparameter's share of the total (they add up to 1 over those assessed; all 0
-when none matters), and its std the standard deviation of that share over `REPEATS` bootstrap resamples
-of the scored trials: with a handful of trials the numbers are rough, and the std says how rough. Under
+when none matters), and `low` and `high` bound it: the `INTERVAL` quantiles of that share over `REPEATS`
+bootstrap resamples of the scored trials. With a handful of trials the numbers are rough, and the interval
+says how rough; like the share, it stays within 0 and 1 (a mean plus or minus a std would not). Under
 an early-stopping scheduler the trials it stopped are scored on fewer epochs, so the importance also
 reflects which trials the scheduler let run on. Fewer than `MIN_TRIALS` scored trials is a TunerError.
 """
@@ -61,7 +62,8 @@ from tuner.results.visualization._common import use_log_scale
 from tuner.storage.meta import ExperimentMeta
 
 MIN_TRIALS = 4  # below this the importances say nothing a glance at the table doesn't
-REPEATS, SEED = 10, 0  # bootstrap resamples for the std; the seed of the resampling and of fANOVA's forest
+REPEATS, SEED = 10, 0  # bootstrap resamples for the interval; the seed of the resampling and of fANOVA's forest
+INTERVAL = (0.05, 0.95)  # the quantiles of the resampled shares that bound an importance: a 90% interval
 # fANOVA's forest: optuna's default 64 trees of depth 64 take seconds per fit from a few hundred trials
 # (x REPEATS); 32 trees of depth 6 take a tenth of that and rank the synthetic cases of
 # tests/results/test_importance.py and bench/importance_evaluators.py as well.
@@ -182,7 +184,7 @@ def _objective_importance(
         trial_distributions.append({p: read[p][0][0] for p in used})
     scores = rows[score].to_numpy(float)
     means = dict.fromkeys(params, 0.0) | {p: math.nan for p in read if p not in assessed}
-    stds = dict(means)
+    lows, highs = dict(means), dict(means)
     if assessed:
         with _quiet():
             means.update(_shares(trial_params, trial_distributions, scores, mode, assessed, evaluator))
@@ -200,8 +202,17 @@ def _objective_importance(
                         evaluator,
                     )
                 )
-        stds.update({p: float(np.std([shares[p] for shares in resamples])) for p in assessed})
-    frame = pd.DataFrame({"param": params, "importance": [means[p] for p in params], "std": [stds[p] for p in params]})
+        for p in assessed:
+            low, high = np.clip(np.quantile([shares[p] for shares in resamples], INTERVAL), 0.0, 1.0)
+            lows[p], highs[p] = float(low), float(high)
+    frame = pd.DataFrame(
+        {
+            "param": params,
+            "importance": [means[p] for p in params],
+            "low": [lows[p] for p in params],
+            "high": [highs[p] for p in params],
+        }
+    )
     frame = frame.sort_values("importance", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     frame.attrs["evaluator"] = EVALUATORS[evaluator]  # which one `auto` chose, for the plot and the page
     return frame
@@ -210,7 +221,7 @@ def _objective_importance(
 def importances(
     trials: pd.DataFrame, params: list[str], objectives: list[MetricMode], evaluator: str = AUTO
 ) -> dict[str, pd.DataFrame]:
-    """Per objective metric, one row per hyperparameter (param, importance, std), most important first,
+    """Per objective metric, one row per hyperparameter (param, importance, low, high), most important first,
     with the evaluator's name in `.attrs["evaluator"]`; see the module docstring. Each objective is
     assessed on its own scored trials, in its own mode."""
     if evaluator not in (AUTO, *EVALUATORS):

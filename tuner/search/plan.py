@@ -126,7 +126,7 @@ def plan(
     notices += [
         notice
         for notice in (
-            searchers.grid_notice(tuning.search, spec.param_space, num_samples),
+            searchers.grid_notice(tuning.search, spec.param_space, num_samples, extend),
             searchers.random_notice(tuning.search, spec.param_space, num_samples, already_run, conditions),
             warm.notice if warm is not None else None,
             searchers.constraints_notice(tuning.search, spec.objective.constraint_list),

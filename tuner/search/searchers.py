@@ -112,15 +112,16 @@ def constraints_notice(search: str, constraints: Sequence[Constraint]) -> str | 
     )
 
 
-def grid_notice(search: str, param_space: dict[str, Any], num_samples: int) -> str | None:
-    """The one line that says a model-based searcher takes the grid axes as choices."""
+def grid_notice(search: str, param_space: dict[str, Any], num_samples: int, extend: bool = False) -> str | None:
+    """The one line that says a model-based searcher takes the grid axes as choices (under `extend`,
+    whose --num-samples the user gave, without the advice to give it)."""
     axes = grid_axes(param_space)
     if search not in MODEL_BASED or not axes:
         return None
-    return (
-        f"{search} samples the grid axes ({', '.join(axes)}) as choices of the same values; "
-        f"num_samples = {num_samples} now counts configs in all (--num-samples N for more)"
-    )
+    said = f"{search} samples the grid axes ({', '.join(axes)}) as choices of the same values"
+    if extend:
+        return f"{said}: {num_samples} new configs"
+    return f"{said}; num_samples = {num_samples} now counts configs in all (--num-samples N for more)"
 
 
 def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:

@@ -208,6 +208,11 @@ def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
         raise TunerError(f"space module {path} has a syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:  # the user's module code: any failure is theirs to fix
         raise TunerError(f"space module {path} failed to import: {type(err).__name__}: {err}") from None
+    except SystemExit as exit_:  # exit() at the module's top level ended the import (and tuner, silently)
+        raise TunerError(
+            f"space module {path} called exit({exit_.code!r}) as it was imported; a space module defines the "
+            'experiment, so run a script\'s own code under `if __name__ == "__main__":`'
+        ) from None
     finally:
         sys.path.remove(folder)
         # Out of sys.modules, cloudpickle pickles the module's functions by value.

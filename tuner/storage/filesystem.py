@@ -9,6 +9,7 @@ import errno
 import os
 import re
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -174,18 +175,73 @@ CREDENTIAL_ERRORS = {
 UNREACHABLE_ERRORS = {"NETWORK_CONNECTION", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "SLOW_DOWN"}
 
 
+PROBE_TIMEOUT_S = 2.0
+
+
+def _endpoint_address(uri: str) -> tuple[str, int] | None:
+    """(host, port) of the S3 endpoint a URI names (its endpoint_override, else AWS_ENDPOINT_URL); None
+    for AWS itself and for other stores."""
+    parts = urlsplit(uri)
+    if parts.scheme != "s3":
+        return None
+    options = dict(option.partition("=")[::2] for option in parts.query.split("&") if option)
+    given = (
+        options.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    )
+    if not given:
+        return None
+    named = urlsplit(given if "://" in given else f"{options.get('scheme', 'https')}://{given}")
+    if not named.hostname:
+        return None
+    try:
+        port = named.port
+    except ValueError:  # not a number: pyarrow's own answer says so
+        return None
+    return named.hostname, port or (80 if named.scheme == "http" else 443)
+
+
+def unreachable(uri: str) -> str | None:
+    """Why nothing answers at the object store's endpoint, in a moment (PROBE_TIMEOUT_S), or None: pyarrow's
+    S3 client retries a store that is down for ~9 s before it says so."""
+    address = _endpoint_address(uri)
+    if address is None:
+        return None
+    try:
+        socket.create_connection(address, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as err:
+        reason = os_reason(err) if err.errno else "no answer"
+        return (
+            f"the object store at {endpoint(uri)} does not answer ({reason}); start it, or point tuner at it "
+            "with endpoint_override= in the URI or AWS_ENDPOINT_URL"
+        )
+    return None
+
+
 def store_problem(uri: str) -> str | None:
     """Why the object store behind `uri` takes no writes, from its own answer to a small object written
     and deleted again, or None. Probed before Ray starts: a wrong key or endpoint fails in one line."""
+    if said := unreachable(uri):
+        return said
     try:
         fs, path = filesystem(uri)
+        # First, so that a missing bucket is said as pyarrow says it (a write there is "Access Denied"
+        # on some stores), and made where the URI allows it (allow_bucket_creation=true).
+        fs.create_dir(path, recursive=True)
         probe = f"{path.rstrip('/')}/.tuner-write-probe-{uuid.uuid4().hex}"
         with fs.open_output_stream(probe) as out:
             out.write(b"probe")
         fs.delete_file(probe)
     except (OSError, ValueError) as err:  # pyarrow.ArrowInvalid (a ValueError): a URI it cannot read
+        if bucket := _MISSING_BUCKET.search(str(err)):
+            return (
+                f"the bucket {bucket.group(1)} does not exist at {endpoint(uri)}; create it, or let tuner create it "
+                "with allow_bucket_creation=true in the URI's query"
+            )
         return store_error(err, uri) or f"{_one_line(err)}; check the URI"
     return None
+
+
+_MISSING_BUCKET = re.compile(r"Bucket '([^']+)' not found")  # pyarrow's create_dir, without allow_bucket_creation
 
 
 def store_error(err: BaseException, uri: str | None = None) -> str | None:

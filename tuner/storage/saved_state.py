@@ -1,4 +1,4 @@
-"""Is Ray's saved experiment state whole? Checked before `tuner resume` hands it to Ray.
+"""Is Ray's saved experiment state there and whole? Checked before `tuner resume` hands it to Ray.
 
 Ray rewrites these files in place when it syncs them to storage, so a disk that fills up mid-run can
 leave one cut short. Given such a file, Ray's resume logs "Failed to restore the run state" and goes on
@@ -62,6 +62,14 @@ def _names(experiment_path: str) -> list[str]:
 def newest_state(experiment_path: str) -> str | None:
     """The name of the experiment state file Ray would resume from (the newest), or None."""
     return max(fnmatch.filter(_names(experiment_path), EXPERIMENT_STATE), default=None)
+
+
+def state_missing(experiment_path: str) -> bool:
+    """Ray's other files are there (tuner.pkl, written as the run starts) and no experiment state: Ray's
+    resume then logs "Failed to restore the run state" and starts the trials afresh in the same folder,
+    over their results."""
+    names = _names(experiment_path)
+    return not fnmatch.filter(names, EXPERIMENT_STATE) and any(fnmatch.filter(names, p) for p in PICKLE_FILES)
 
 
 def damaged(experiment_path: str) -> tuple[str, str] | None:
