@@ -52,12 +52,17 @@ def test_every_tuner_command_in_readme_is_accepted_by_tuners_parser():
             pytest.fail(f"README's `{shlex.join(argv)}` is refused by tuner's parser (exit {refused.code})")
 
 
+SHELL = ("echo", "mkdir", "sleep", "export")  # the shell's own, in the steps README shows around tuner's
+
+
 def test_every_other_command_names_a_script_here_and_only_options_it_has():
     for block, argv in commands():
         if argv[0] == "tuner" or block.line <= readme.blocks("bash")[1].line:
             continue  # parsed above; the setup lines run in CI and as README's first command
-        if argv[0] == "ray":  # Ray's own command, in the environment the first command activates
-            assert (Path(sys.executable).parent / "ray").exists()
+        if argv[0] in ("ray", "weed"):  # Ray's own command, in the environment the first command activates;
+            assert (Path(sys.executable).parent / argv[0]).exists()  # SeaweedFS's, from the wheel README names
+            continue
+        if argv[0] in SHELL or argv[:2] == ["pip", "install"]:
             continue
         assert argv[0] in ("python", "bash"), f"README line {block.line}: a command this test does not know: {argv}"
         script = REPO / argv[1]
@@ -132,19 +137,22 @@ REPORT_BLOCK = next(block for block in readme.blocks("bash") if "tuner report tu
 @pytest.mark.slow
 def test_the_api_and_notebook_snippets_and_the_report_commands_run_as_written(own_ray, tmp_path, monkeypatch):
     """In a fresh folder, as a reader runs them: "From Python" runs an experiment, the notebook snippet
-    loads it, the report block's commands report it; nothing lands outside ./tuner_results."""
+    loads it; the report block's first command runs the experiment its others report, in that order
+    (README's reading order); nothing lands outside ./tuner_results."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     for block in API_AND_NOTEBOOK:
         exec(compile(block.text, f"README.md:{block.line}", "exec"), {})
+    assert (tmp_path / "tuner_results" / "from_python" / "trials.csv").is_file()
+    lines = [shlex.split(line, comments=True) for line in REPORT_BLOCK.text.splitlines()]
+    assert lines[0][:2] == ["tuner", "run"] and all(argv[:2] == ["tuner", "report"] for argv in lines[1:])
     reported = []
-    for line in REPORT_BLOCK.text.splitlines():
-        argv = shlex.split(line, comments=True)
+    for argv in lines:
         result = run_tuner(*argv[1:], cwd=tmp_path)
-        assert result.returncode == 0, (line, result.stderr[-3000:])
+        assert result.returncode == 0, (argv, result.stderr[-3000:])
         reported.append(result.stdout)
     trials = pd.read_csv(tmp_path / "tuner_results" / "first" / "trials.csv")
-    assert len(trials) == 9 and trials["trial_id"].iloc[0] in reported[0]
+    assert len(trials) == 9 and trials["trial_id"].iloc[0] in reported[1]
     assert (tmp_path / "tuner_results" / "first" / "report.html").is_file()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tuner_results"]
 

@@ -6,17 +6,22 @@ Faults for real: the driver killed, the store stopped mid-run and started again,
 
 import io
 import json
+import os
+import re
 import shlex
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 
 import pandas as pd
+import pyarrow.fs as pafs
 import pytest
 
 from tests.conftest import run_tuner
 from tests.e2e.test_faults import finish, kill_group, start, wait_until, write_space
 from tests.object_store import BUCKET, ObjectStore
 from tuner.command import tuner_command
+from tuner.storage import filesystem
 
 pytestmark = pytest.mark.slow
 
@@ -125,6 +130,54 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     assert any(line.startswith("| stored ") and " finished " in line for line in listed.stdout.splitlines()), (
         listed.stdout
     )
+
+
+def test_every_hint_of_a_bucket_experiment_runs_as_printed(store, tmp_path):
+    """The commands a run's summary and `tuner resume` print for an experiment in a bucket, pasted into a
+    shell from another folder: the URI's `&` and `?` quoted, no line for TensorBoard (it reads no
+    bucket through pyarrow's URI form)."""
+    path = write_space(tmp_path, "hinted", epochs=1, lr="tune.grid_search([0.001, 0.01])")
+    env = store.env()
+    ran = run_tuner("run", path, "--storage-path", store.uri("hints"), "--name", "hinted", cwd=tmp_path, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    lines = dict(line.split(":", 1) for line in ran.stdout.splitlines() if re.match(r"^[a-z ]+: ", line))
+    assert "tensorboard" not in lines
+    experiment = store.uri("hints/hinted")
+    report = lines["report"].split(" (", 1)[1].removesuffix(")")
+    hints = [report, lines["html report"].strip()]
+    quoted = shlex.split(lines["notebook"].split(", then ", 1)[1])
+    assert quoted[0] == f"TUNER_EXPERIMENT={experiment}"  # one word for the shell, the whole URI in it
+    resumed = run_tuner("resume", experiment, cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    said = resumed.stdout.strip()
+    assert said.startswith(f"nothing to resume: all 2 trials of {experiment} ended"), said
+    hints.append(said.split("`")[1])  # see them with `tuner report ...`
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shell = {**os.environ, **env}
+    for hint in hints:
+        pasted = subprocess.run(hint, shell=True, cwd=elsewhere, env=shell, capture_output=True, text=True, timeout=300)
+        assert pasted.returncode == 0, (hint, pasted.stderr[-3000:])
+        assert "hinted: 2 trials (2 finished)" in pasted.stdout, (hint, pasted.stdout[-2000:])
+    assert b"<html" in store.read("hints/hinted/report.html")
+
+
+def test_a_missing_bucket_is_said_as_such_or_made_where_the_uri_allows(store, monkeypatch):
+    """The store answers a write into a missing bucket "Access Denied", which would read as wrong
+    credentials; pyarrow's own check says what it is, and makes it under allow_bucket_creation=true."""
+    for name, value in store.env().items():
+        monkeypatch.setenv(name, value)
+    missing = f"s3://not-made/results?endpoint_override={store.endpoint}&scheme=http"
+    assert filesystem.store_problem(missing) == (
+        f"the bucket not-made does not exist at {store.endpoint}; create it, or let tuner create it with "
+        "allow_bucket_creation=true in the URI's query"
+    )
+    # Made under allow_bucket_creation=true (this store has volumes for one bucket only, so the probe's
+    # write into the new one gets the store's own refusal; a store of default settings takes it).
+    said = filesystem.store_problem(f"{missing}&allow_bucket_creation=true")
+    assert said is None or "does not exist" not in said, said
+    fs, _ = filesystem.filesystem(missing)
+    assert fs.get_file_info("not-made").type == pafs.FileType.Directory
 
 
 def test_wrong_credentials_are_one_line_before_ray_starts(store, tmp_path):

@@ -224,24 +224,41 @@ def store_problem(uri: str) -> str | None:
         return said
     try:
         fs, path = filesystem(uri)
-        # First, so that a missing bucket is said as pyarrow says it (a write there is "Access Denied"
-        # on some stores), and made where the URI allows it (allow_bucket_creation=true).
-        fs.create_dir(path, recursive=True)
-        probe = f"{path.rstrip('/')}/.tuner-write-probe-{uuid.uuid4().hex}"
-        with fs.open_output_stream(probe) as out:
-            out.write(b"probe")
-        fs.delete_file(probe)
+        if said := _missing_bucket(fs, path, uri):
+            return said
+        _write_probe(fs, path)
     except (OSError, ValueError) as err:  # pyarrow.ArrowInvalid (a ValueError): a URI it cannot read
-        if bucket := _MISSING_BUCKET.search(str(err)):
-            return (
-                f"the bucket {bucket.group(1)} does not exist at {endpoint(uri)}; create it, or let tuner create it "
-                "with allow_bucket_creation=true in the URI's query"
-            )
         return store_error(err, uri) or f"{_one_line(err)}; check the URI"
     return None
 
 
-_MISSING_BUCKET = re.compile(r"Bucket '([^']+)' not found")  # pyarrow's create_dir, without allow_bucket_creation
+def _missing_bucket(fs: pafs.FileSystem, path: str, uri: str) -> str | None:
+    """A bucket that does not exist, said as such (stores answer a write into one "Access Denied", or fail
+    it and make the bucket half-way), or made where the URI allows it (allow_bucket_creation=true). A
+    store that does not answer the question (a key without the right to list) is left to the write."""
+    if not is_remote(uri):
+        return None
+    bucket = path.split("/", 1)[0]
+    try:
+        if fs.get_file_info(bucket).type != pafs.FileType.NotFound:
+            return None
+    except OSError:
+        return None
+    try:
+        fs.create_dir(bucket)
+    except OSError:
+        return (
+            f"the bucket {bucket} does not exist at {endpoint(uri)}; create it, or let tuner create it with "
+            "allow_bucket_creation=true in the URI's query"
+        )
+    return None
+
+
+def _write_probe(fs: pafs.FileSystem, path: str) -> None:
+    probe = f"{path.rstrip('/')}/.tuner-write-probe-{uuid.uuid4().hex}"
+    with fs.open_output_stream(probe) as out:
+        out.write(b"probe")
+    fs.delete_file(probe)
 
 
 def store_error(err: BaseException, uri: str | None = None) -> str | None:
