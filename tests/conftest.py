@@ -137,6 +137,15 @@ def run_tuner(
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
+def tuner_without(modules: tuple[str, ...], calls: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`calls` of `main` (tuner.cli's, imported for them) in a fresh interpreter where `modules` cannot be
+    found, as without the extra that brings them, whether or not this machine has them: a None entry in
+    sys.modules makes importlib.util.find_spec answer None and an import raise ImportError."""
+    code = f"import sys\nsys.modules.update(dict.fromkeys({modules!r}))\nfrom tuner.cli import main\n{calls}\n"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
 def run_killed_when(ready: Callable[[], bool], *args: str, cwd: Path, timeout: float = 180) -> None:
     """`python -m tuner ...` started as a user would, SIGKILLed with every Ray process it started as soon
     as `ready()`; fails if the run ends or stalls before that, with what the run printed."""

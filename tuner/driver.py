@@ -101,10 +101,9 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     phases.mark("imports")
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "resume")
-    _check_whole(experiment_path, "resume")
-    trials, _ = report.read_tables(experiment_path)
-    counts = report.tally(trials, meta)
-    if not set(counts) & {*UNFINISHED, TrialStatus.ERROR}:  # Ray would start, and run nothing
+    trials = _check_whole(experiment_path, "resume")
+    counts = report.tally(trials, meta) if trials is not None else {}
+    if trials is not None and not set(counts) & {*UNFINISHED, TrialStatus.ERROR}:  # Ray would run nothing
         said = (
             f"nothing to resume: all {report.total_trials(trials, meta)} trials of {experiment_path} ended "
             f"({report.describe(counts) or 'none recorded'}); see them with `{tuner_hint('report', experiment_path)}`"
@@ -151,8 +150,9 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "extend")
     spec = _spec_of(meta, experiment_path, "extend")
-    _check_whole(experiment_path, "extend")
-    trials, _ = report.read_tables(experiment_path)
+    trials = _check_whole(experiment_path, "extend")
+    if trials is None:  # nothing recorded by Ray yet: what the trial directories hold
+        trials, _ = report.read_tables(experiment_path)
     if set(report.tally(trials, meta)) & set(UNFINISHED):
         raise TunerError(
             f"{experiment_path} has trials still to run ({report.describe(report.tally(trials, meta))}); "
@@ -290,9 +290,10 @@ def _meta_of(experiment_path: str, verb: str) -> ExperimentMeta:
         ) from None
 
 
-def _check_whole(experiment_path: str, verb: str) -> None:
+def _check_whole(experiment_path: str, verb: str) -> pd.DataFrame | None:
     """Ray's saved state readable and every trial directory it names there: else Ray would fail or start
-    trials afresh, and the report rewritten after the run would lose what the missing files held."""
+    trials afresh, and the report rewritten after the run would lose what the missing files held. The
+    trials as read for the check; None where nothing is recorded yet."""
     if (found := saved_state.damaged(experiment_path)) is not None:
         name, torn = found
         said = "is cut short (it was being written when the disk filled)"
@@ -311,7 +312,7 @@ def _check_whole(experiment_path: str, verb: str) -> None:
             f"`{tuner_command()} run --name <a new name>`"
         )
     if saved_state.newest_state(experiment_path) is None:
-        return  # nothing recorded yet: restored_tuner says so
+        return None  # nothing recorded yet: restored_tuner says so
     if problem := report.state_problem(experiment_path):
         raise TunerError(
             f"cannot {verb} {experiment_path}: {problem}, so Ray cannot go on from it (written by another "
@@ -325,6 +326,7 @@ def _check_whole(experiment_path: str, verb: str) -> None:
             f"`{tuner_command()} run --name <a new name>`; {tuner_hint('report', experiment_path)} shows "
             "what can still be read"
         )
+    return trials
 
 
 def _spec_of(meta: ExperimentMeta, experiment_path: str, verb: str = "resume") -> ExperimentSpec:

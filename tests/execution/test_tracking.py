@@ -5,7 +5,6 @@ import importlib.util
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import urllib.request
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, TINY_GRID, free_port, run_tuner
+from tests.conftest import TINY_GRID, free_port, run_tuner, tuner_without
 from tuner.command import install_command
 from tuner.errors import TunerError
 from tuner.execution import tracking
@@ -89,17 +88,8 @@ def _check_the_ui_hint(output: str, uri: str, folder: Path) -> None:
 @pytest.mark.slow
 def test_mlflow_not_installed_is_one_line_before_anything_runs(tmp_path):
     (tmp_path / "tiny.py").write_text(textwrap.dedent(TINY_GRID))
-    # A fresh interpreter where MLflow cannot be found, as without the extra, whether or not this machine
-    # has it (a None entry in sys.modules: find_spec answers None, an import raises ImportError).
-    code = (
-        "import sys\n"
-        "sys.modules['mlflow'] = None\n"
-        "from tuner.cli import main\n"
-        "sys.exit(main(['run', 'tiny.py', '--name', 'untracked', '--mlflow']))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    result = tuner_without(
+        ("mlflow",), "sys.exit(main(['run', 'tiny.py', '--name', 'untracked', '--mlflow']))", tmp_path
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == (

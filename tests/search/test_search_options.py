@@ -1,16 +1,13 @@
 """Search algorithm, scheduler and budget options: validation and seeding, without running trials."""
 
 import dataclasses
-import os
-import subprocess
-import sys
 
 import pytest
 from ray import tune
 from ray.tune.schedulers import AsyncHyperBandScheduler, HyperBandForBOHB
 from ray.tune.search.sample import Categorical
 
-from tests.conftest import REPO
+from tests.conftest import tuner_without
 from tuner.command import install_command
 from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
@@ -85,16 +82,8 @@ def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anythin
     """A fresh interpreter where `import hyperopt` and `import ConfigSpace` fail, as without the extras
     (a None entry in sys.modules: importlib.util.find_spec answers None, an import raises ImportError).
     For bohb, one of its two libraries missing is enough. The space's validation refuses before Ray starts."""
-    code = (
-        "import sys\n"
-        "sys.modules['hyperopt'] = sys.modules['ConfigSpace'] = None\n"
-        "from tuner.cli import main\n"
-        "print([main(['run', '--search', search, '--name', search]) for search in ('hyperopt', 'bohb')])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    calls = "print([main(['run', '--search', search, '--name', search]) for search in ('hyperopt', 'bohb')])"
+    result = tuner_without(("hyperopt", "ConfigSpace"), calls, cwd=tmp_path)
     assert result.stdout.strip() == "[2, 2]", result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-2:] == [
         "tuner: error: space digits_mlp: --search hyperopt needs HyperOpt, an optional extra: "

@@ -49,6 +49,11 @@ def _value(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def shown_config(config: dict[str, Any], params: Sequence[str], separator: str = ", ") -> str:
+    """`batch_size=64, hidden=32, lr=0.003`: the searched values of a (flat) config, floats to 4 digits."""
+    return separator.join(f"{key}={_value(config[key])}" for key in params if key in config)
+
+
 @dataclass(frozen=True)
 class EarlierTrials:
     """The trials of the experiment's earlier Ray runs, which an `extend` run does not see (each is a Ray
@@ -69,7 +74,7 @@ class EarlierTrials:
         if best is None:
             return cls(ended)
         score, trial_id, config = best
-        return cls(ended, (score, trial_id, ", ".join(f"{key}={_value(value)}" for key, value in config.items())))
+        return cls(ended, (score, trial_id, shown_config(config, list(config))))
 
 
 class LiveProgress(tune.Callback):
@@ -285,8 +290,7 @@ class LiveProgress(tune.Callback):
         return pick(sorted(scored, key=lambda best: best[1]), key=lambda best: best[0])
 
     def _config(self, trial: Trial) -> str:
-        flat = flatten(trial.config)
-        return ", ".join(f"{key}={_value(flat[key])}" for key in self.params if key in flat)
+        return shown_config(flatten(trial.config), self.params)
 
     # Drawing
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tuner import command
-from tuner.command import ray_command
+from tuner.command import SUBMITTED_FROM_ENV, ray_command
 from tuner.errors import INTERRUPTED, TunerError
 from tuner.execution.cluster_token import cli_prefix, refusal_hint, send_token_if_available
 from tuner.ray_compat import errors, logs
@@ -26,7 +25,6 @@ from tuner.spec.space import ExperimentSpec
 
 # The job's working directory is a temporary copy, so results go to a path of the cluster's own.
 DEFAULT_STORAGE = "~/tuner_results"
-SUBMITTED_FROM_ENV = command.SUBMITTED_FROM_ENV  # the folder submit ran in: what the job's copy is of
 EXCLUDES = [".git", ".venv", "venv", "tuner_results", "__pycache__", ".ipynb_checkpoints"]
 SUCCEEDED = "SUCCEEDED"
 FAILED = 1

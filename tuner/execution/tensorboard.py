@@ -13,12 +13,12 @@ import math
 import numbers
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.result import AUTO_RESULT_KEYS, DEBUG_METRICS, DONE, SHOULD_CHECKPOINT, TRAINING_ITERATION
 
+from tuner.execution.console import shown_config
 from tuner.spec.param_space import flatten
 from tuner.training.result_keys import BOOKKEEPING
 
@@ -29,14 +29,9 @@ RUN_NAME_MAX = 120  # characters of the config in a run's folder name; a longer 
 
 def run_name(trial: Trial, params: Sequence[str]) -> str:
     """`batch_size=64,hidden=32,lr=0.01`: the searched values of the trial's config, as a folder name."""
-    flat = flatten(trial.config)
-    shown = ",".join(f"{key}={_value(flat[key])}" for key in params if key in flat).replace("/", ".")
+    shown = shown_config(flatten(trial.config), params, separator=",").replace("/", ".")
     shown = shown if len(shown) <= RUN_NAME_MAX else shown[: RUN_NAME_MAX - 3] + "..."
     return shown or "config"
-
-
-def _value(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 class TrialsForTensorBoard(TBXLoggerCallback):

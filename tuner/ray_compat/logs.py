@@ -100,6 +100,9 @@ SAVE_FAILED = (
     ("ray.tune.execution.tune_controller", "Trial controller checkpointing failed"),
     ("ray.tune.execution.tune_controller", "Error encountered during processing of callbacks"),
     ("ray.tune.execution.tune_controller", "Trial %s: Error handling checkpoint"),
+    # Ray's last snapshot as the run ends; tuner's own check of the store (an answer in a moment where
+    # nothing listens) can end the run before Ray's earlier snapshots fail.
+    (TUNE_RUN_LOGGER, "Experiment state snapshotting failed"),
     NEVER_COLLECTED,
 )
 
