@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tuner.command import as_submitted, tuner_command, tuner_hint, with_extra
+from tuner.data import local_root
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
@@ -276,6 +277,7 @@ def _run(args: argparse.Namespace) -> int:
     if cluster.dashboard and cluster.address:
         raise TunerError("--dashboard starts a local instance's dashboard; a cluster given with --address has its own")
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=cluster)
+    local_root.check(space.dataset, options.data_dir)  # before torch loads too (the driver checks it for tuner.run)
     from tuner.driver import run  # torch and Ray's runtime load once the input is checked
 
     return _summarize(run(space, options))
