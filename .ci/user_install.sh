@@ -13,7 +13,13 @@ if [ -z "$first_command" ]; then
   echo "ci: README has no line under '<!-- ci: first command -->'" >&2
   exit 1
 fi
-git clone --quiet "$checkout" "$work/tuner"
+# A fresh clone where git is at hand; else a copy of the checkout without its test venv and results.
+if command -v git >/dev/null 2>&1 && git -C "$checkout" rev-parse --git-dir >/dev/null 2>&1; then
+  git clone --quiet "$checkout" "$work/tuner"
+else
+  mkdir "$work/tuner"
+  tar -C "$checkout" --exclude=./.venv --exclude=./tuner_results -cf - . | tar -C "$work/tuner" -xf -
+fi
 
 failed=0
 # Runs one step; its output is kept and shown whole when the step fails or prints a traceback.
