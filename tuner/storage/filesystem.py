@@ -181,16 +181,10 @@ PROBE_TIMEOUT_S = 2.0
 def _endpoint_address(uri: str) -> tuple[str, int] | None:
     """(host, port) of the S3 endpoint a URI names (its endpoint_override, else AWS_ENDPOINT_URL); None
     for AWS itself and for other stores."""
-    parts = urlsplit(uri)
-    if parts.scheme != "s3":
-        return None
-    options = dict(option.partition("=")[::2] for option in parts.query.split("&") if option)
-    given = (
-        options.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    )
+    given = _named_endpoint(uri) if urlsplit(uri).scheme == "s3" else None
     if not given:
         return None
-    named = urlsplit(given if "://" in given else f"{options.get('scheme', 'https')}://{given}")
+    named = urlsplit(given if "://" in given else f"{_options(uri).get('scheme', 'https')}://{given}")
     if not named.hostname:
         return None
     try:
@@ -236,8 +230,6 @@ def _missing_bucket(fs: pafs.FileSystem, path: str, uri: str) -> str | None:
     """A bucket that does not exist, said as such (stores answer a write into one "Access Denied", or fail
     it and make the bucket half-way), or made where the URI allows it (allow_bucket_creation=true). A
     store that does not answer the question (a key without the right to list) is left to the write."""
-    if not is_remote(uri):
-        return None
     bucket = path.split("/", 1)[0]
     try:
         if fs.get_file_info(bucket).type != pafs.FileType.NotFound:
@@ -281,14 +273,24 @@ def store_error(err: BaseException, uri: str | None = None) -> str | None:
     return f"{store} answered {code}{status}: {said}"
 
 
+def _options(uri: str | None) -> dict[str, str]:
+    """The filesystem options of a URI's query (`endpoint_override`, `scheme`, ...)."""
+    return dict(option.partition("=")[::2] for option in urlsplit(uri or "").query.split("&") if option)
+
+
+def _named_endpoint(uri: str | None) -> str | None:
+    """A URI's endpoint_override, else the endpoint the environment names; None for AWS itself."""
+    return (
+        _options(uri).get("endpoint_override")
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+    )
+
+
 def endpoint(uri: str | None) -> str:
     """The store a URI's filesystem talks to: its endpoint_override, else the one the environment names."""
     parts = urlsplit(uri or "")
-    for option in parts.query.split("&"):
-        if option.startswith("endpoint_override="):
-            return option.removeprefix("endpoint_override=")
-    named = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    return named or (f"{parts.scheme}://{parts.netloc}" if parts.scheme else "S3")
+    return _named_endpoint(uri) or (f"{parts.scheme}://{parts.netloc}" if parts.scheme else "S3")
 
 
 def _one_line(err: object) -> str:
