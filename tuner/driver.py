@@ -101,7 +101,11 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
     phases.mark("imports")
     experiment_path = filesystem.normalize(experiment_path)
     meta = _meta_of(experiment_path, "resume")
-    trials = _check_whole(experiment_path, "resume")
+    # A run that ended and whose tables still hold the experiment (tuner/results/report.py) tells what is
+    # left to run in two files; the checks of Ray's state read every trial of it.
+    trials = report.saved_tables(experiment_path, meta)
+    if trials is None or set(report.tally(trials, meta)) & {*UNFINISHED, TrialStatus.ERROR}:
+        trials = _check_whole(experiment_path, "resume")
     counts = report.tally(trials, meta) if trials is not None else {}
     if trials is not None and not set(counts) & {*UNFINISHED, TrialStatus.ERROR}:  # Ray would run nothing
         said = (

@@ -5,29 +5,44 @@ import pandas as pd
 from tuner.results.report import _history, rank
 
 
-def _rows(*rows: tuple) -> pd.DataFrame:
+def _rows(*rows: tuple) -> list[dict]:
     columns = ["epoch", "val_acc", "restored_from", "restored_epoch"]
-    return pd.DataFrame([dict(zip(columns, row)) for row in rows])
+    return [dict(zip(columns, row)) for row in rows]
+
+
+def _epochs(history: pd.DataFrame, trial_id: str) -> list[int]:
+    return history[history["trial_id"] == trial_id]["epoch"].tolist()
 
 
 def test_an_epoch_rerun_after_a_restore_replaces_the_lost_run():
     # Epoch 5 was recorded, then the driver died before its checkpoint was registered: the trial
     # resumed from epoch 4 and ran epoch 5 again.
-    frame = _rows((4, 0.6, None, None), (5, 0.64, None, None), (5, 0.65, "t1", 4), (6, 0.7, None, None))
-    history = _history(frame, "t1", [])
+    rows = _rows((4, 0.6, None, None), (5, 0.64, None, None), (5, 0.65, "t1", 4), (6, 0.7, None, None))
+    history, metrics = _history({"t1": rows}, ["t1"], [])
     assert history["epoch"].tolist() == [4, 5, 6]
     assert history["val_acc"].tolist() == [0.6, 0.65, 0.7]
+    assert metrics == ["val_acc"]
+
+
+def test_a_restore_drops_only_its_own_trials_earlier_rows():
+    # The experiment's rows are one frame: t1's rerun of epoch 5 leaves t2's epoch 5, read before it, alone.
+    rerun = _rows((4, 0.6, None, None), (5, 0.64, None, None), (5, 0.65, "t1", 4))
+    other = _rows((4, 0.5, None, None), (5, 0.55, None, None))
+    history, _ = _history({"t2": other, "t1": rerun}, ["t2", "t1"], [])
+    assert _epochs(history, "t2") == [4, 5]
+    assert _epochs(history, "t1") == [4, 5]
+    assert history[history["trial_id"] == "t1"]["val_acc"].tolist() == [0.6, 0.65]
 
 
 def test_a_restore_from_another_trial_keeps_both_branches():
     # PBT: t1 took over t2's epoch-2 checkpoint; its own earlier epochs stay in its history.
-    frame = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t2", 2))
-    assert _history(frame, "t1", [])["epoch"].tolist() == [1, 2, 3]
+    rows = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t2", 2))
+    assert _history({"t1": rows}, ["t1"], [])[0]["epoch"].tolist() == [1, 2, 3]
 
 
 def test_a_restore_after_a_pause_drops_nothing():
-    frame = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t1", 2))
-    assert _history(frame, "t1", [])["epoch"].tolist() == [1, 2, 3]
+    rows = _rows((1, 0.3, None, None), (2, 0.4, None, None), (3, 0.5, "t1", 2))
+    assert _history({"t1": rows}, ["t1"], [])[0]["epoch"].tolist() == [1, 2, 3]
 
 
 def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
@@ -58,7 +73,11 @@ def test_every_reported_metric_is_a_column_and_nested_configs_are_flattened():
         "net/act": "relu",
         "layers": [64, 64],
     }
-    history = _history(frame, "t1", ["layers", "lr", "net/width"])
+    # As Ray's JSON logger writes a row: the config nested.
+    row = {key: value for key, value in frame.iloc[0].items() if not key.startswith("config/")}
+    row["config"] = {"net": {"width": 8}, "layers": [64, 64], "lr": 0.1}
+    history, metrics = _history({"t1": [row]}, ["t1"], ["layers", "lr", "net/width"])
+    assert metrics == ["val_rmse", "val_mae", "train_loss"]
     assert history.loc[0, "net/width"] == 8 and history.loc[0, "layers"] == "[64, 64]"  # a list as JSON text
     assert list(history.columns[:5]) == ["trial_id", "epoch", "val_rmse", "val_mae", "train_loss"]
 

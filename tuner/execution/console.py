@@ -7,6 +7,9 @@ verbosity, and none of that can be switched off on its own; their only quieter l
 On a terminal the status is one line redrawn in place (one line, so that whatever else prints in
 between, a trial's own output or a Ray warning, is never overwritten); elsewhere (CI, a pipe,
 `tuner submit --follow`) it is plain lines: a line per ended trial and a status line now and then.
+Past TRIAL_LINES ended trials, only a trial that becomes the best gets a line of its own: the status
+line counts the rest, so 10,000 trials do not print 10,000 lines. What runs at every trial's end
+costs the same however many trials came before (the best and the counts are kept as trials end).
 
 Its counts and its best trial mean what the summary, `tuner list` and `tuner report` mean
 (tuner/results/status.py): the total is the experiment's, started or not; a trial running when the run
@@ -36,6 +39,7 @@ from tuner.settings.budgets import (
 from tuner.spec.param_space import flatten
 
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
+TRIAL_LINES = 100  # ended trials shown a line each; after them, only a new best is
 REDRAW_PERIOD_S = 1.0  # on a terminal
 _CLEAR_LINE = "\r\x1b[2K"
 # The words of tuner/results/status.py, which this stage may not import: a trial's status as the
@@ -128,14 +132,21 @@ class LiveProgress(tune.Callback):
         self.earlier: dict[str, str] = {}  # the same, for trials that ended in an earlier run (a resume)
         self.reached_by: str | None = None  # the first trial to report a result that meets --stop
         self.final: str | None = None  # the run is over: what ended it in words, or "" when no budget did
+        self.best: tuple[float, str, str] | None = None  # of the trials that ended in this run and count
+        self.earlier_seen = False  # the trials a resumed run starts with have been looked at
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        # A resumed run's trials are all there at its first step; later steps only add new ones.
+        if self.earlier_seen:
+            return
+        self.earlier_seen = True
         for trial in trials:
             if trial.trial_id not in self.earlier and trial.trial_id not in self.ended:
                 if trial.status == Trial.ERROR:
                     self.earlier[trial.trial_id] = "errored"
                 elif trial.status == Trial.TERMINATED:
                     self.earlier[trial.trial_id] = self._completed(trial)
+                    self._count_towards_best(trial, self.earlier[trial.trial_id])
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
         condition = self.stop_condition
@@ -210,15 +221,37 @@ class LiveProgress(tune.Callback):
 
     def _trial_ended(self, trials: list[Trial], trial: Trial, how: str) -> None:
         self.ended[trial.trial_id] = how
-        epochs = self._epochs_of(trial)
-        said = {"stopped early": f"stopped early at epoch {epochs}", "errored": f"errored in epoch {epochs + 1}"}
-        best = self._best_of(trial)
-        score = f"  best {self.metric}={_value(best)}" if best is not None else ""
-        done = self.earlier_trials.total + sum(self._how_it_ended(each) is not None for each in trials)
-        total = self.earlier_trials.total + (self.total or len(trials))
-        self._print(f"[{done}/{total}] {trial.trial_id} {said.get(how, how)}{score}  {self._config(trial)}")
-        if sys.stdout.isatty():
+        self.earlier.pop(trial.trial_id, None)  # errored in an earlier run, and run again in this one
+        new_best = self._count_towards_best(trial, how)
+        shown = len(self.ended)
+        if shown <= TRIAL_LINES or new_best:
+            epochs = self._epochs_of(trial)
+            said = {"stopped early": f"stopped early at epoch {epochs}", "errored": f"errored in epoch {epochs + 1}"}
+            best = self._best_of(trial)
+            score = f"  best {self.metric}={_value(best)}" if best is not None else ""
+            done = self.earlier_trials.total + len(self.ended) + len(self.earlier)
+            total = self.earlier_trials.total + (self.total or len(trials))
+            mark = "  (new best)" if new_best and shown > TRIAL_LINES else ""
+            self._print(f"[{done}/{total}] {trial.trial_id} {said.get(how, how)}{score}  {self._config(trial)}{mark}")
+        if shown == TRIAL_LINES and (self.total or 0) > TRIAL_LINES:
+            self._print(
+                "(from here on a trial gets a line only when it becomes the best; the status line counts the "
+                "rest, and `tuner report` lists every trial)"
+            )
+        if sys.stdout.isatty() and time.monotonic() - self.last_status >= REDRAW_PERIOD_S:
             self._draw(trials)
+
+    def _count_towards_best(self, trial: Trial, how: str) -> bool:
+        """Whether the trial, just ended, is the best so far; kept as trials end, so that the live view
+        never ranks every trial again. A tie goes to the lower trial id, as in the report's ranking."""
+        if how not in COUNTED or (score := self._best_of(trial)) is None:
+            return False
+        if self.best is not None:
+            better = score > self.best[0] if self.mode == "max" else score < self.best[0]
+            if not better and not (score == self.best[0] and trial.trial_id < self.best[1]):
+                return False
+        self.best = (score, trial.trial_id, self._config(trial))
+        return True
 
     def _status(self, trials: list[Trial]) -> str:
         hows = [how for trial in trials if (how := self._how_it_ended(trial)) is not None]
@@ -275,13 +308,17 @@ class LiveProgress(tune.Callback):
         """(score, trial id, config) of the best trial so far, this run's and the earlier runs'. Of the
         trials whose scores count, as the summary ranks them (SCORED). By trial id: max/min keep the
         first of equal scores, so a tie goes to the lower id, as in the report's ranking
-        (tuner/results/report.py, rank)."""
-        counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
-        scored = [
-            (score, trial.trial_id, self._config(trial))
-            for trial in counted
-            if (score := self._best_of(trial)) is not None
-        ]
+        (tuner/results/report.py, rank). While the run lasts, of the trials that ended (kept as they
+        end); once it is over, paused trials count too, which only the end can tell."""
+        if self.final is None:
+            scored = [self.best] if self.best is not None else []
+        else:
+            counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
+            scored = [
+                (score, trial.trial_id, self._config(trial))
+                for trial in counted
+                if (score := self._best_of(trial)) is not None
+            ]
         if self.earlier_trials.best is not None:
             scored.append(self.earlier_trials.best)
         if not scored:

@@ -30,12 +30,24 @@ def quiet_tune_reporter(verbose: int) -> AbstractContextManager[None]:
 
 # How often Ray saves the experiment state and result rows to storage: what a killed driver or a full
 # disk leaves for `tuner resume` and `tuner report`. Ray's default waits 10 s or more. Not a
-# workaround but a choice; it stays as long as Ray reads this variable.
+# workaround but a choice; it stays as long as Ray reads this variable. The period grows with what a
+# snapshot costs (private.snapshot_period_follows_cost), unless the user set the variable.
 SNAPSHOT_PERIOD_S = "2"
+SNAPSHOT_PERIOD_VARIABLE = "TUNE_GLOBAL_CHECKPOINT_S"
 
 
-def frequent_snapshots() -> AbstractContextManager[None]:
-    return variable("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S, user_wins=True)
+@contextmanager
+def frequent_snapshots() -> Iterator[None]:
+    if os.environ.get(SNAPSHOT_PERIOD_VARIABLE) is not None:  # the user's own period, as they set it
+        yield
+        return
+    from tuner.ray_compat import private
+
+    with (
+        variable(SNAPSHOT_PERIOD_VARIABLE, SNAPSHOT_PERIOD_S),
+        private.snapshot_period_follows_cost(float(SNAPSHOT_PERIOD_S)),
+    ):
+        yield
 
 
 # Ray Train's controller learns of a report only when it next polls its workers, every 2 s by default,
@@ -59,7 +71,7 @@ def cluster_job_variables(verbose: int, level: str) -> dict[str, str]:
     variables = {"RAY_LOGGER_LEVEL": level.lower()}
     if verbose < 2:
         variables["RAY_AIR_NEW_OUTPUT"] = "0"
-    variables["TUNE_GLOBAL_CHECKPOINT_S"] = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S", SNAPSHOT_PERIOD_S)
+    variables[SNAPSHOT_PERIOD_VARIABLE] = os.environ.get(SNAPSHOT_PERIOD_VARIABLE, SNAPSHOT_PERIOD_S)
     return variables
 
 

@@ -234,3 +234,42 @@ def callback_usage_untagged() -> Iterator[None]:
         yield
     finally:
         usage.tag_callbacks = tag_callbacks
+
+
+@contextmanager
+def snapshot_period_follows_cost(floor_s: float) -> Iterator[None]:
+    """Ray's experiment snapshots every `floor_s` seconds while they are cheap, and at most ~5 % of the
+    driver's time once the experiment is big: each snapshot writes every trial's state, so at a fixed
+    period its cost grows with the trials so far and the run slows down as it goes. Ray's own "auto"
+    period follows the cost the same way (19x the last snapshot's time) but from a floor of 10 s, which
+    leaves up to 10 s of results out of what a killed driver leaves for `tuner resume`. Can go when
+    TUNE_GLOBAL_CHECKPOINT_S takes a floor for its "auto" period."""
+    from ray.tune.execution.experiment_state import _ExperimentCheckpointManager
+
+    ray_rule = _ExperimentCheckpointManager._update_auto_checkpoint_time
+
+    def follow_cost(manager: Any, time_taken: float) -> None:
+        if manager._auto_checkpoint_enabled:  # the user's own "auto": Ray's rule
+            ray_rule(manager, time_taken)
+        else:
+            manager._checkpoint_period = max(floor_s, time_taken * 19)
+
+    _ExperimentCheckpointManager._update_auto_checkpoint_time = follow_cost  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        _ExperimentCheckpointManager._update_auto_checkpoint_time = ray_rule  # type: ignore[method-assign]
+
+
+def recorded_trials(experiment_path: str, fs: Any) -> list[Any]:
+    """Ray's trials as its experiment state records them, read by Ray's own reader (ExperimentAnalysis)
+    without the rest of what that reader does: it also reads every trial's result file into a DataFrame
+    of its own, a file and a frame per trial, which tuner reads once for the whole experiment
+    (tuner/results/report.py). Can go when ExperimentAnalysis reads its trials' results on demand."""
+    from ray.tune import ExperimentAnalysis
+
+    class TrialsOnly(ExperimentAnalysis):
+        def _fetch_trial_dataframes(self) -> dict[str, Any]:
+            return {}
+
+    return list(TrialsOnly(experiment_path, storage_filesystem=fs).trials)

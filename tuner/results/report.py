@@ -1,16 +1,18 @@
 """pandas reports of an experiment, built from Ray's own files so they work during, after, or
 without the run that made them (from another process, on a finished or interrupted experiment)."""
 
+import fnmatch
 import io
 import json
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.fs
-from ray.tune import ExperimentAnalysis
 from ray.tune.result import (
     AUTO_RESULT_KEYS,
     DEBUG_METRICS,
@@ -21,7 +23,7 @@ from ray.tune.result import (
 from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
-from tuner.ray_compat import logs
+from tuner.ray_compat import logs, private
 from tuner.results import objectives, stops
 from tuner.results.columns import best_column
 from tuner.results.status import FROM_RAY, SCORED, TrialStatus
@@ -30,6 +32,7 @@ from tuner.spec.param_space import flatten
 from tuner.storage import decisions, filesystem, saved_state, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
+from tuner.storage.saved_state import EXPERIMENT_STATE
 from tuner.training.result_keys import BOOKKEEPING, COSTS
 
 log = logging.getLogger(__name__)
@@ -84,8 +87,9 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
 
 
-def _analysis(experiment_path: str) -> ExperimentAnalysis:
-    """Ray's own reader of its experiment state (`experiment_path` may also name one state file)."""
+def _analysis(experiment_path: str) -> list[Any]:
+    """Ray's trials, by Ray's own reader of its experiment state (`experiment_path` may also name one
+    state file); their result rows are read by `_result_rows`."""
     fs, path = filesystem.filesystem(experiment_path)
     if path.endswith(".json"):
         name = path.rsplit("/", 1)[-1] if filesystem.exists(experiment_path) else None
@@ -95,7 +99,7 @@ def _analysis(experiment_path: str) -> ExperimentAnalysis:
         raise TunerError(f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded")
     try:
         with logs.quiet_analysis_warnings():
-            return ExperimentAnalysis(path, storage_filesystem=fs)
+            return private.recorded_trials(path, fs)
     except Exception as error:  # files of another Ray version, or damaged: whatever Ray's reader raises
         raise TunerError(f"Ray's saved state {name} cannot be read ({_reason(error)})") from None
 
@@ -119,26 +123,43 @@ def state_problem(experiment_path: str) -> str | None:
     return None
 
 
-def _recorded_trials(
-    experiment_path: str, meta: ExperimentMeta, damage: list[str]
-) -> tuple[list[Any], dict[str, pd.DataFrame]]:
-    """Ray's trials and their result frames; from the trial directories if Ray's state is unreadable
+Rows = dict[str, list[dict[str, Any]]]  # trial id -> its result rows, as Ray's JSON logger wrote them
+
+
+def _recorded_trials(experiment_path: str, meta: ExperimentMeta, damage: list[str]) -> tuple[list[Any], Rows]:
+    """Ray's trials and their result rows; from the trial directories if Ray's state is unreadable
     (said in `damage`)."""
     try:
-        analysis = _analysis(experiment_path)
-        return _with_earlier_runs(experiment_path, meta, list(analysis.trials), dict(analysis.trial_dataframes))
+        trials = _analysis(experiment_path)
+        return _with_earlier_runs(experiment_path, meta, trials, _result_rows(trials))
     except TunerError as error:
-        trials, frames = trial_files.read(experiment_path, meta.space)
+        trials, rows = trial_files.read(experiment_path, meta.space)
         if not trials:
             raise
         # Cut short by a full disk, another Ray version's, or edited: said by the caller (see `damage`).
         damage.append(f"{error}; its trials are read from their own directories, so whether they finished is unknown")
-        return trials, frames
+        return trials, rows
+
+
+READERS = 8  # result files read at once: reading is waiting on storage, most of all on an object store
+
+
+def _result_rows(trials: list[Any]) -> Rows:
+    """Each reported trial's rows from its result.json (a torn last line skipped), read several at once."""
+
+    def read(trial: Any) -> list[dict[str, Any]]:
+        if not getattr(trial, "last_result", None):
+            return []
+        text = trial_files.read_text(trial.storage.storage_filesystem, f"{trial.storage.trial_fs_path}/result.json")
+        return trial_files.json_lines(text or "")
+
+    with ThreadPoolExecutor(READERS) as pool:
+        return dict(zip((trial.trial_id for trial in trials), pool.map(read, trials)))
 
 
 def _with_earlier_runs(
-    experiment_path: str, meta: ExperimentMeta, trials: list[Any], frames: dict[str, pd.DataFrame]
-) -> tuple[list[Any], dict[str, pd.DataFrame]]:
+    experiment_path: str, meta: ExperimentMeta, trials: list[Any], rows: Rows
+) -> tuple[list[Any], Rows]:
     """An extended experiment's trials of every Ray run in its directory (`tuner extend` starts one of its
     own, whose state names only its trials): each extension's `previous_state` adds the trials the
     newest state lacks."""
@@ -146,17 +167,17 @@ def _with_earlier_runs(
         if not (name := extension.get("previous_state")):
             continue
         try:
-            earlier = _analysis(filesystem.join(experiment_path, name))
+            earlier = [
+                trial for trial in _analysis(filesystem.join(experiment_path, name)) if trial.trial_id not in rows
+            ]
         except TunerError:
             log.warning(
                 "%s/%s is gone: the trials before that `tuner extend` are not in the report", experiment_path, name
             )
             continue
-        for trial in earlier.trials:
-            if trial.trial_id not in frames:
-                trials.append(trial)
-                frames[trial.trial_id] = earlier.trial_dataframes.get(trial.trial_id, pd.DataFrame())
-    return trials, frames
+        trials.extend(earlier)
+        rows.update(_result_rows(earlier))
+    return trials, rows
 
 
 def _error_line(trial: Any) -> str:
@@ -166,17 +187,21 @@ def _error_line(trial: Any) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _history(frame: pd.DataFrame, trial_id: str, params: list[str], metrics: list[str] | None = None) -> pd.DataFrame:
-    """One row per reported epoch, with the config that epoch ran under (PBT changes it over time)."""
+def _history(rows: Rows, order: list[str], params: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """(history, the loop's metrics): one row per reported epoch of every trial, in `order`, with the
+    config that epoch ran under (PBT changes it over time). Built in one frame, not a frame per trial:
+    its cost follows the rows, at 10,000 trials as at 10."""
+    records = [{**row, "trial_id": trial_id} for trial_id in order for row in rows.get(trial_id, ())]
+    frame = pd.json_normalize(records, sep="/") if records else pd.DataFrame(columns=["trial_id"])
+    metrics = metric_names([frame])
     configs = {f"config/{key}": key for key in params}
-    metrics = metric_names([frame]) if metrics is None else metrics
-    history = frame.reindex(columns=["epoch", *metrics, *RUN_COLUMNS, *configs]).rename(columns=configs)
+    history = frame.reindex(columns=["trial_id", "epoch", *metrics, *RUN_COLUMNS, *configs]).rename(columns=configs)
     for key in configs.values():
         history[key] = history[key].map(_cell)
-    history.insert(0, "trial_id", trial_id)
     # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
     history = history.astype(
         {
+            "trial_id": "str",
             "restored_from": "string",
             "restored_epoch": "Int64",
             "epoch": "Int64",
@@ -184,10 +209,10 @@ def _history(frame: pd.DataFrame, trial_id: str, params: list[str], metrics: lis
             "gpu_peak_gib": float,
         }
     )
-    return history[~_superseded(history, trial_id)].reset_index(drop=True)
+    return history[~_superseded(history)].reset_index(drop=True), metrics
 
 
-def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
+def _superseded(history: pd.DataFrame) -> pd.Series:
     """Rows of epochs that a later restore from the trial's own checkpoint ran again.
 
     A driver killed between Ray writing an epoch's result and saving its experiment state resumes
@@ -195,20 +220,21 @@ def _superseded(history: pd.DataFrame, trial_id: str) -> pd.Series:
     the trial's weights descend from. (Under PBT a restore from another trial is a new branch, kept.)
     """
     dropped = pd.Series(False, index=history.index)
-    restores = history.index[(history["restored_from"] == trial_id).fillna(False)]
+    restores = history.index[(history["restored_from"] == history["trial_id"]).fillna(False)]
     for position in restores:
-        earlier = history.index < position
+        earlier = (history.index < position) & (history["trial_id"] == history.loc[position, "trial_id"]).to_numpy()
         dropped |= earlier & (history["epoch"] > history.loc[position, "restored_epoch"]).fillna(False).to_numpy()
     return dropped
 
 
-def _status(trial: Any, history: pd.DataFrame, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
-    if len(history) and history["diverged"].iloc[-1] in (True, 1):
+def _status(trial: Any, reported: bool, diverged: Any, epochs_run: int, meta: ExperimentMeta) -> TrialStatus:
+    """`reported`: the trial has result rows; `diverged`: its last row's flag."""
+    if reported and diverged in (True, 1):
         return TrialStatus.DIVERGED
-    if not len(history) and not getattr(trial, "last_result", None):
+    if not reported and not getattr(trial, "last_result", None):
         # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
         return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
-    if not len(history):  # it reported, but its files are gone (a damaged experiment): Ray's word alone
+    if not reported:  # it reported, but its files are gone (a damaged experiment): Ray's word alone
         return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
@@ -240,32 +266,63 @@ def describe(counts: dict[TrialStatus, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in counts.items())
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The history's columns a trial's row reads, as arrays (a pandas lookup per trial and column would
+    cost more than all the rest at 10,000 trials), and each trial's row positions in them."""
+
+    at: dict[str, np.ndarray]  # trial id -> its rows' positions, in order
+    values: dict[str, np.ndarray]  # column -> its values
+    scores: dict[str, np.ndarray]  # objective -> its values as floats (NaN where not a number)
+
+    @classmethod
+    def of(cls, history: pd.DataFrame, metrics: list[str], objectives: list[str]) -> "_Columns":
+        at = {str(key): positions for key, positions in history.groupby("trial_id", sort=False).indices.items()}
+        names = [*metrics, "epoch", "diverged", "time_total_s", "device", "gpu_peak_gib"]
+        values = {name: history[name].to_numpy(dtype=object) for name in dict.fromkeys(names)}
+        scores = {name: pd.to_numeric(history[name], errors="coerce").to_numpy(dtype=float) for name in objectives}
+        return cls(at, values, scores)
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None or value is pd.NA else float(value)
+
+
 def _trial_row(
-    trial: Any, history: pd.DataFrame, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, dict[str, Any]]
+    trial: Any, columns: _Columns, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     metric = meta.objective.metric
-    epochs_run = int(history["epoch"].max()) if history["epoch"].notna().any() else 0
-    status = _status(trial, history, epochs_run, meta)
+    at = columns.at.get(trial.trial_id, np.empty(0, dtype=int))
+    epochs = np.array([_number(epoch) for epoch in columns.values["epoch"][at]], dtype=float)
+    epochs_run = int(np.nanmax(epochs)) if len(epochs) and not np.isnan(epochs).all() else 0
+    last = int(at[-1]) if len(at) else None
+
+    def last_value(name: str) -> Any:
+        return columns.values[name][last] if last is not None else None
+
+    status = _status(trial, last is not None, last_value("diverged"), epochs_run, meta)
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
     config = flatten(trial.config)
     row.update({key: _cell(config.get(key)) for key in meta.params})
-    last = history.iloc[-1] if len(history) else None
     for name in metrics:  # each metric's value at the trial's last epoch
-        row[name] = last[name] if last is not None else math.nan
+        value = last_value(name)
+        row[name] = math.nan if last is None or value is None or value is pd.NA else value
     best = None
     for name, way in meta.objective.objectives:  # the primary first: its best epoch is the trial's
-        scores = pd.to_numeric(history[name], errors="coerce").astype(float)
-        at = (scores.idxmax() if way == "max" else scores.idxmin()) if scores.notna().any() else None
-        row[best_column(name)] = float(scores[at]) if at is not None else math.nan
-        best = at if name == metric else best
-    row["best_epoch"] = int(history.loc[best, "epoch"]) if best is not None else None
+        scores = columns.scores[name][at]
+        known = not np.isnan(scores).all() if len(scores) else False
+        index = (int(np.nanargmax(scores)) if way == "max" else int(np.nanargmin(scores))) if known else None
+        row[best_column(name)] = float(scores[index]) if index is not None else math.nan
+        best = index if name == metric else best
+    row["best_epoch"] = int(epochs[best]) if best is not None else None
     row["epochs"] = epochs_run
     row["stopped_because"] = stops.stopped_because(trial.trial_id, status, stopped, meta)
-    row["time_s"] = float(last["time_total_s"]) if last is not None else 0.0
+    row["time_s"] = float(last_value("time_total_s")) if last is not None else 0.0
     # Where it trained (cpu, cuda:0) and its most GPU memory in any epoch (rank 0's; NaN on the CPU).
-    row["device"] = last["device"] if last is not None and pd.notna(last["device"]) else ""
-    peaks = pd.to_numeric(history["gpu_peak_gib"], errors="coerce")
-    row["gpu_peak_gib"] = float(peaks.max()) if peaks.notna().any() else math.nan
+    device = last_value("device")
+    row["device"] = device if last is not None and pd.notna(device) else ""
+    peaks = np.array([_number(peak) for peak in columns.values["gpu_peak_gib"][at]], dtype=float)
+    row["gpu_peak_gib"] = float(np.nanmax(peaks)) if len(peaks) and not np.isnan(peaks).all() else math.nan
     row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
     row["trial_dir"] = trial.storage.trial_fs_path
     return row
@@ -274,42 +331,39 @@ def _trial_row(
 def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, history): one row per trial, ranked best first; one row per trial per epoch."""
     meta = load_meta(experiment_path)
+    if (saved := _saved_tables(experiment_path, meta)) is not None:
+        return saved
     damage: list[str] = []
-    recorded, frames = _recorded_trials(experiment_path, meta, damage)
-    if missing := _missing_trial_dirs(recorded):
+    recorded, rows = _recorded_trials(experiment_path, meta, damage)
+    if missing := _missing_trial_dirs(experiment_path, recorded):
         damage.append(f"the directories of {len(missing)} trial(s) Ray recorded are missing ({_names(missing)})")
     # A finished trial Ray saw report whose result.json is gone (deleted). Not one whose file is there but
     # holds no row yet: a trial a stop condition ended at its first result, or one running when its
     # driver was killed, may not have written or uploaded its rows.
     reported = [trial for trial in recorded if getattr(trial, "last_result", None) and trial.status == "TERMINATED"]
-    empty = [
-        _dir_name(trial)
-        for trial in reported
-        if frames.get(trial.trial_id, pd.DataFrame()).empty and not _has_result_file(trial)
-    ]
+    empty = [_dir_name(trial) for trial in reported if not rows.get(trial.trial_id) and not _has_result_file(trial)]
     if lost := [name for name in empty if name not in missing]:
         damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")
-    metrics = metric_names(list(frames.values()))
+    history, metrics = _history(rows, [trial.trial_id for trial in recorded], meta.params)
     for position, (name, _) in enumerate(meta.objective.objectives):
         if name not in metrics:
             metrics.insert(position, name)  # a column even before any trial reported it
-    histories, rows = [], []
+            history.insert(2 + position, name, math.nan)
     stopped = stops.stop_rows(decisions.read(experiment_path))
+    columns = _Columns.of(history, metrics, [name for name, _ in meta.objective.objectives])
     # Shown only on a terminal, and only when reading the trials (an error file each) takes a while.
-    for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None):
-        histories.append(_history(frames.get(trial.trial_id, pd.DataFrame()), trial.trial_id, meta.params, metrics))
-        rows.append(_trial_row(trial, histories[-1], meta, metrics, stopped))
-    trials = pd.DataFrame(rows)
+    trial_rows = [
+        _trial_row(trial, columns, meta, metrics, stopped)
+        for trial in tqdm(recorded, desc="reading trials", unit="trial", delay=2, leave=False, disable=None)
+    ]
+    trials = pd.DataFrame(trial_rows)
     if len(trials):
         if meta.objective.several or meta.objective.constraints:
             trials = objectives.rank(trials, meta.objective)
         else:
             trials = rank(trials, meta.objective.metric, meta.objective.mode)
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
-    trials = _whole_numbers(trials.reset_index(drop=True), rows, meta.params)
-    history = (
-        pd.concat(histories, ignore_index=True) if histories else _history(pd.DataFrame(), "", meta.params, metrics)
-    )
+    trials = _whole_numbers(trials.reset_index(drop=True), trial_rows, meta.params)
     for key in meta.params:  # the history's config columns as the trials' (Ray's frames hold floats there)
         if key in trials and trials[key].dtype == "Int64" and key in history:
             history[key] = history[key].astype("Int64")
@@ -327,13 +381,22 @@ def damage(trials: pd.DataFrame) -> str:
     return str(trials.attrs.get(DAMAGE, ""))
 
 
-def _missing_trial_dirs(recorded: list[Any]) -> list[str]:
+def _missing_trial_dirs(experiment_path: str, recorded: list[Any]) -> list[str]:
     """The names of the recorded trials that reported a result but whose directories are gone (moved or
-    deleted by hand). A trial that never started has none: Ray makes it when the trial starts."""
+    deleted by hand). A trial that never started has none: Ray makes it when the trial starts. One
+    listing of the experiment directory, not a look per trial."""
+    fs, path = filesystem.filesystem(experiment_path)
+    present = {
+        entry.base_name
+        for entry in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+        if entry.type == pyarrow.fs.FileType.Directory
+    }
     missing = []
     for trial in recorded:
-        fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path
-        if getattr(trial, "last_result", None) and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+        if not getattr(trial, "last_result", None) or _dir_name(trial) in present:
+            continue
+        fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path  # moved with its own path
+        if fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
             missing.append(_dir_name(trial))
     return missing
 
@@ -377,6 +440,54 @@ def load_meta(experiment_path: str) -> ExperimentMeta:
             "pass the directory that `tuner run` printed"
         )
     return meta_file.read(experiment_path)
+
+
+def saved_tables(experiment_path: str, meta: ExperimentMeta) -> pd.DataFrame | None:
+    """The trials as the experiment's last whole read saved them, where they still hold it (see
+    `_saved_tables`); None otherwise."""
+    saved = _saved_tables(experiment_path, meta)
+    return saved[0] if saved is not None else None
+
+
+# What a run writes beside Ray's files once it has read them, and so never makes the saved tables stale.
+OUTPUTS = (TRIALS_CSV, TRIALS_PARQUET, HISTORY_PARQUET, "report.html")
+
+
+def _saved_tables(experiment_path: str, meta: ExperimentMeta) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(trials, history) as the last whole read saved them (`save`), where that read is still the
+    experiment's: its run has recorded its end, no file of the experiment changed after the tables were
+    written, and every trial directory they name is there. A finished 10,000-trial experiment is then
+    two columnar files, not Ray's state and a result file per trial. None otherwise: read it all."""
+    if meta.ended_at is None:  # running, or a run that did not record its end
+        return None
+    fs, path = filesystem.filesystem(experiment_path)
+    try:
+        entries = {entry.base_name: entry for entry in fs.get_file_info(pyarrow.fs.FileSelector(path))}
+        saved = [entries.get(TRIALS_PARQUET), entries.get(HISTORY_PARQUET)]
+        if any(entry is None or entry.mtime is None for entry in saved) or not fnmatch.filter(
+            entries, EXPERIMENT_STATE
+        ):
+            return None  # not saved, or Ray's state gone: the whole read says what is wrong
+        saved_at = min(entry.mtime for entry in saved)  # type: ignore[union-attr]
+        for name, entry in entries.items():
+            if entry.type == pyarrow.fs.FileType.File and name not in OUTPUTS and (entry.mtime or saved_at) > saved_at:
+                return None
+        trials, history = (_read_parquet(fs, f"{path}/{name}") for name in (TRIALS_PARQUET, HISTORY_PARQUET))
+    except Exception:  # unreadable, damaged or of another version: the whole read says what is wrong
+        return None
+    directories = {name for name, entry in entries.items() if entry.type == pyarrow.fs.FileType.Directory}
+    reported = trials[trials["epochs"] > 0] if "epochs" in trials else trials
+    if "trial_dir" not in trials or not all(
+        str(trial_dir).rstrip("/").rsplit("/", 1)[-1] in directories for trial_dir in reported["trial_dir"]
+    ):
+        return None  # moved by hand, or directories missing: the whole read says which
+    trials.attrs[DAMAGE] = ""
+    return trials, history
+
+
+def _read_parquet(fs: pyarrow.fs.FileSystem, path: str) -> pd.DataFrame:
+    with fs.open_input_file(path) as stream:
+        return pd.read_parquet(stream)
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:

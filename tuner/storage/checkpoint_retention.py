@@ -9,10 +9,12 @@ fast epochs in the seeded-kill test).
 So tuner retires checkpoints itself. At each state snapshot it notes the checkpoint each trial's state
 points at and a digest of the state file, and it compares the storage copy of that file with those
 digests to learn exactly which snapshot storage holds. A checkpoint goes once it is older than its
-trial's latest, is not one of the newest KEEP, and no snapshot from the stored one onwards points at
-it. A storage that stops taking the state (a full disk) therefore keeps what its last state points at,
-and fast epochs do not pile up checkpoints between snapshots. Once Tuner.fit has returned, Ray has
-synced its final state, and only the checkpoint it points at stays for each trial.
+trial's latest, is not one of the newest KEEP, and no snapshot from the stored one onwards points at it.
+A storage that stops taking the state (a full disk) therefore keeps what its last state points at, and
+fast epochs do not pile up checkpoints between snapshots. A snapshot looks only at the trials that may
+still have a checkpoint to retire (one saved since, or one kept back so far), not at every trial. Once
+Tuner.fit has returned, Ray has synced its final state, and only the checkpoint it points at stays for
+each trial.
 """
 
 import fnmatch
@@ -71,6 +73,7 @@ class RetireCheckpoints(tune.Callback):
 
     def __init__(self) -> None:
         self._trials: list[Trial] = []  # Ray's own list of the experiment's trials, kept up to date by Ray
+        self._pending: dict[str, Trial] = {}  # trials that may hold a checkpoint to retire
         self._snapshots: list[_Snapshots] = []  # from the one storage holds, once known, to the newest
         self._protected: set[str] = set()
         self._may_retire: bool | None = None  # None: storage not looked at yet
@@ -79,7 +82,8 @@ class RetireCheckpoints(tune.Callback):
         self._trials = trials
 
     def on_checkpoint(self, iteration: int, trials: list[Trial], trial: Trial, checkpoint: Any, **info: Any) -> None:
-        self._retire(trial)
+        if self._retire(trial):
+            self._pending[trial.trial_id] = trial
 
     def get_state(self) -> None:
         """Ray calls this at every snapshot, right after writing the state file and before syncing it;
@@ -102,8 +106,7 @@ class RetireCheckpoints(tune.Callback):
             first.digests |= second.digests
             first.points_at |= second.points_at
         self._protected = set().union(*(s.points_at for s in self._snapshots))
-        for trial in self._trials:
-            self._retire(trial)
+        self._pending = {trial_id: trial for trial_id, trial in self._pending.items() if self._retire(trial)}
         return None  # nothing to save: a resumed driver starts afresh
 
     def _look_at_storage(self, storage: Any, ours: str | None) -> None:
@@ -126,17 +129,26 @@ class RetireCheckpoints(tune.Callback):
         else:
             self._may_retire = not stored
 
-    def _retire(self, trial: Trial) -> None:
+    def _retire(self, trial: Trial) -> bool:
+        """Delete what of the trial's checkpoints may go; whether any it holds may go later."""
         if self._may_retire is None:  # before this session's first snapshot
             self._look_at_storage(trial.storage, ours=None)
         latest = trial.checkpoint
-        if not self._may_retire or latest is None:
-            return
+        if latest is None:
+            return False
+        if not self._may_retire:
+            return True
         assert trial.storage is not None, "Tune sets a trial's storage when it adds the trial"
         fs, latest_name = trial.storage.storage_filesystem, Path(latest.path).name
+        kept_back = False
         for path in _checkpoint_dirs(fs, trial.storage.trial_fs_path)[:-KEEP]:
-            if Path(path).name < latest_name and path not in self._protected:
+            if Path(path).name >= latest_name:
+                continue
+            if path in self._protected:
+                kept_back = True
+            else:
                 fs.delete_dir(path)
+        return kept_back
 
 
 def retire_after_fit(results: tune.ResultGrid) -> None:

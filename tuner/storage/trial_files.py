@@ -10,7 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import pyarrow.fs
 
 from tuner.storage import filesystem
@@ -44,7 +43,7 @@ def read_text(fs: pyarrow.fs.FileSystem, path: str) -> str | None:
         return None
 
 
-def _json_lines(text: str) -> list[dict[str, Any]]:
+def json_lines(text: str) -> list[dict[str, Any]]:
     """The rows that parse: a write cut short leaves a torn last line."""
     rows = []
     for line in text.splitlines():
@@ -55,10 +54,11 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, pd.DataFrame]]:
-    """(trials, trial id -> its result rows flattened as Ray flattens them: config/lr, ...)."""
+def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, list[dict[str, Any]]]]:
+    """(trials, trial id -> its result rows as Ray's JSON logger wrote them)."""
     fs, path = filesystem.filesystem(experiment_path)
-    trials, frames = [], {}
+    trials: list[TrialFiles] = []
+    rows_of: dict[str, list[dict[str, Any]]] = {}
     for entry in sorted(fs.get_file_info(pyarrow.fs.FileSelector(path)), key=lambda e: e.path):
         params = read_text(fs, f"{entry.path}/params.json") if entry.type == pyarrow.fs.FileType.Directory else None
         if params is None:
@@ -67,8 +67,8 @@ def read(experiment_path: str, space: str) -> tuple[list[TrialFiles], dict[str, 
             config = json.loads(params)
         except ValueError:
             config = {}
-        rows = _json_lines(read_text(fs, f"{entry.path}/result.json") or "")
+        rows = json_lines(read_text(fs, f"{entry.path}/result.json") or "")
         trial_id = str(rows[0].get("trial_id") or "") if rows else trial_id_of(space, entry.base_name)
         trials.append(TrialFiles(trial_id, UNKNOWN, config, TrialStorage(entry.path, fs)))
-        frames[trial_id] = pd.json_normalize(rows, sep="/") if rows else pd.DataFrame()
-    return trials, frames
+        rows_of[trial_id] = rows
+    return trials, rows_of

@@ -11,7 +11,8 @@ A resume has no staging copy: it restores from what storage holds. Ray uploads i
 every trial's files in one parallel copy, so a copy cut short (an object store that went away, a driver
 killed) could leave a state that resumes a trial from a checkpoint whose rows never reached storage: a
 resume against a store stopped mid-run lost an epoch's row. So the rows of every trial that reported
-since the last snapshot go to storage first, before Ray uploads the state that counts on them.
+since the last snapshot go to storage first, before Ray uploads the state that counts on them. Only
+those: a snapshot's cost follows the trials that reported since the last one, not the experiment's size.
 """
 
 from pathlib import Path
@@ -30,11 +31,12 @@ class KeepResultRows(tune.Callback):
     """Must come before Ray's own loggers; user callbacks do, since Ray appends its loggers after them."""
 
     def __init__(self) -> None:
-        self._trials: list[Trial] = []  # Ray's own list of the experiment's trials, kept up to date by Ray
-        self._uploaded: dict[Path, tuple[int, int]] = {}  # a staged file's (size, mtime) when last uploaded
+        # The trials that reported since the last snapshot, in the order they first did (a dict: ordered,
+        # and each trial once however often it reported).
+        self._reported: dict[str, Trial] = {}
 
-    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        self._trials = trials
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        self._reported[trial.trial_id] = trial
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         if trial.checkpoint is None:
@@ -45,27 +47,24 @@ class KeepResultRows(tune.Callback):
 
     def get_state(self) -> None:
         """Ray calls this at every snapshot, right after writing its state file and before uploading it."""
-        for trial in self._trials:
+        while self._reported:
+            trial_id, trial = next(iter(self._reported.items()))
             try:
-                self._upload(trial, changed_only=True)
+                self._upload(trial)
             except OSError:
                 break  # the storage fails: Ray's upload of the state right after fails alike, and says so
+            del self._reported[trial_id]
         return None  # nothing to save: a resumed driver starts afresh
 
-    def _upload(self, trial: Trial, changed_only: bool = False) -> None:
+    def _upload(self, trial: Trial) -> None:
         if trial.local_path is None or trial.storage is None:
             return  # not started yet: no rows
         for name in RESTORED_FILES:
             staged = Path(trial.local_path, name)
-            try:
-                stat = staged.stat()
-            except FileNotFoundError:
-                continue
-            if changed_only and self._uploaded.get(staged) == (stat.st_size, stat.st_mtime_ns):
+            if not staged.exists():
                 continue
             pyarrow.fs.copy_files(
                 str(staged),
                 f"{trial.storage.trial_fs_path}/{name}",
                 destination_filesystem=trial.storage.storage_filesystem,
             )
-            self._uploaded[staged] = (stat.st_size, stat.st_mtime_ns)
