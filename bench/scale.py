@@ -111,12 +111,20 @@ def main() -> None:
     parser.add_argument("--trials", type=int, nargs="+", default=[1000, 3000, 10000])
     parser.add_argument("--keep", type=Path, help="keep the experiments in this directory")
     args = parser.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="tuner-scale-"))
-    work.mkdir(parents=True, exist_ok=True)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        measure_all(args.trials, args.keep)
+        print(f"experiments: {args.keep}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="tuner-scale-") as work:
+            measure_all(args.trials, Path(work))
+
+
+def measure_all(sizes: list[int], work: Path) -> None:
     (work / "cheap.py").write_text(SPACE)
     tuner = [sys.executable, "-m", "tuner"]
     rows = []
-    for trials in args.trials:
+    for trials in sizes:
         storage = work / f"store-{trials}"
         shutil.rmtree(storage, ignore_errors=True)
         ray_run = checked("Ray Tune", measure([sys.executable, "-c", RAY_TUNE, str(trials), str(storage)], work))
@@ -181,9 +189,6 @@ def main() -> None:
     if len(rows) > 1:
         first, last = rows[0][2].peak_rss_mib, rows[-1][2].peak_rss_mib
         print(f"tuner's driver peak RSS from {rows[0][0]} to {rows[-1][0]} trials: {100 * (last / first - 1):+.0f} %")
-    print(f"experiments: {work}" if args.keep else "")
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

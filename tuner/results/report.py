@@ -477,10 +477,13 @@ def _saved_tables(experiment_path: str, meta: ExperimentMeta) -> tuple[pd.DataFr
         return None
     directories = {name for name, entry in entries.items() if entry.type == pyarrow.fs.FileType.Directory}
     reported = trials[trials["epochs"] > 0] if "epochs" in trials else trials
-    if "trial_dir" not in trials or not all(
-        str(trial_dir).rstrip("/").rsplit("/", 1)[-1] in directories for trial_dir in reported["trial_dir"]
-    ):
-        return None  # moved by hand, or directories missing: the whole read says which
+    if "trial_dir" not in trials:
+        return None
+    for trial_dir in trials["trial_dir"]:
+        if str(trial_dir).rstrip("/").rpartition("/")[0] != path.rstrip("/"):
+            return None  # the experiment was moved or copied since: its trial directories are named anew
+    if not all(str(trial_dir).rstrip("/").rpartition("/")[2] in directories for trial_dir in reported["trial_dir"]):
+        return None  # directories missing: the whole read says which
     trials.attrs[DAMAGE] = ""
     return trials, history
 
