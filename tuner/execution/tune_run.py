@@ -34,6 +34,7 @@ from tuner.storage import filesystem
 from tuner.storage import meta as meta_file
 from tuner.storage.checkpoint_retention import RetireCheckpoints, retire_after_fit
 from tuner.storage.decisions import DecisionFile
+from tuner.storage.ended_trials import EndedTrialsLeaveTheSync
 from tuner.storage.meta import ExperimentMeta
 from tuner.storage.trial_logs import KeepResultRows
 from tuner.storage.trial_names import TrialNamer
@@ -129,7 +130,11 @@ def new_tuner(
 ) -> tune.Tuner:
     """The Ray Tune run of `spec`'s trials; `earlier_trials`: those of the experiment's earlier runs, for
     an `extend` (the live view counts the whole experiment)."""
-    callbacks: list[tune.Callback] = [KeepResultRows(), TrialsForTensorBoard(flat_keys(spec.param_space))]
+    callbacks: list[tune.Callback] = [
+        EndedTrialsLeaveTheSync(),
+        KeepResultRows(),
+        TrialsForTensorBoard(flat_keys(spec.param_space)),
+    ]
     if phases is not None and phases.shown:
         callbacks.append(TrialPhases(phases))
     if options.verbose == 1:

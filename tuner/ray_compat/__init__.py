@@ -19,6 +19,7 @@ checks it names no other tuner module (tests/e2e/test_end_to_end.py).
 PICKLED_BY_PATH = {
     "tuner.storage.trial_names": ("TrialNamer",),
     "tuner.storage.trial_logs": ("KeepResultRows",),
+    "tuner.storage.ended_trials": ("EndedTrialsLeaveTheSync",),
     "tuner.storage.whole_files": ("WholeFileHandler",),  # the storage filesystem of a local experiment
     "tuner.storage.checkpoint_retention": ("RetireCheckpoints",),
     "tuner.execution.console": ("LiveProgress",),

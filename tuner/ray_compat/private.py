@@ -273,3 +273,9 @@ def recorded_trials(experiment_path: str, fs: Any) -> list[Any]:
             return {}
 
     return list(TrialsOnly(experiment_path, storage_filesystem=fs).trials)
+
+
+def sync_in_progress(syncer: Any) -> bool:
+    """Whether Ray's background copy of the driver's staging directory to storage is still running (Ray
+    2.60's _BackgroundSyncer). Can go when Ray's syncer says so in its public API."""
+    return bool(syncer._should_continue_existing_sync())

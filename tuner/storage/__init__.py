@@ -11,6 +11,9 @@ checkpoint_retention  Ray's num_to_keep deletes a checkpoint as soon as a newer 
 trial_logs            Tune's loggers copy the storage copy of result.json back over the staging one when
                       a trial restarts from a checkpoint, losing rows written since the last sync.
                       Unneeded once a restarted trial keeps every row (the kill-and-resume tests).
+ended_trials          Ray copies every trial's staged files to storage again at every snapshot, the ended
+                      ones' too, so a snapshot's copy grows with the experiment. Unneeded once Ray's sync
+                      copies only what changed (bench/scale.py at 3,000 trials shows the difference).
 saved_state           Ray rewrites its state files in place; a full disk leaves one cut short, and Ray's
                       resume then starts afresh with an empty search space. Unneeded once Ray writes its
                       state atomically or refuses a torn file. With whole_files only a state file's
