@@ -1,6 +1,6 @@
 """tuner at 1,000 to 10,000 trials, beside a plain Ray Tune script running the same trials, in one run.
 
-    python bench/scale.py [--trials 1000 3000 10000] [--keep DIR]
+    python bench/scale.py [--trials 1000 3000 10000] [--keep DIR] [--together 3 --together-trials 1000]
 
 The cheapest trial there is (one report, no torch work), random search over two floats. For each size:
 (a) a plain Ray Tune script (`tune.Tuner`, a function trainable, `reuse_actors=True`, the same
@@ -14,6 +14,10 @@ Printed: a row per size (walls, tuner / Ray Tune, peak RSS), the cost of each ex
 sizes for both, and the reading timings. Targets on 2 cores: tuner / Ray Tune <= 1.0 at each size;
 <= 15 ms per extra trial; driver RSS from the smallest to the largest size grows <= 25 %;
 at 10,000 trials `report` <= 3 s, `--html` <= 10 s, `resume` <= 15 s, `list` <= 1 s.
+
+With --together N: N experiments of --together-trials trials started at the same moment on one kept
+Ray instance (`tuner run --keep-ray`, default names), against one such experiment alone on it: each
+must finish with all its trials, under its own name, in no more than N times the one alone's wall.
 """
 
 import argparse
@@ -110,14 +114,67 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, nargs="+", default=[1000, 3000, 10000])
     parser.add_argument("--keep", type=Path, help="keep the experiments in this directory")
+    parser.add_argument("--together", type=int, default=0, help="also N experiments at once on one kept Ray")
+    parser.add_argument("--together-trials", type=int, default=1000)
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        measure_all(args.trials, args.keep)
+    with tempfile.TemporaryDirectory(prefix="tuner-scale-") as temporary:
+        work = args.keep or Path(temporary)
+        if args.trials != [0]:
+            measure_all(args.trials, work)
+        if args.together:
+            together(args.together, args.together_trials, work)
+    if args.keep:
         print(f"experiments: {args.keep}")
-    else:
-        with tempfile.TemporaryDirectory(prefix="tuner-scale-") as work:
-            measure_all(args.trials, Path(work))
+
+
+def together(count: int, trials: int, work: Path) -> None:
+    """`count` experiments started at once on one kept instance, against one alone on it."""
+    folder = work / f"together-{count}x{trials}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "cheap.py").write_text(SPACE)
+
+    def run(samples: int) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "tuner",
+            "run",
+            "cheap.py",
+            "--num-samples",
+            str(samples),
+            "--no-smoke",
+            "-q",
+            "--keep-ray",
+        ]
+
+    try:
+        checked("the run that starts the kept instance", measure(run(2), folder))
+        alone = checked("one experiment alone", measure(run(trials), folder))
+        started = time.monotonic()
+        processes = [
+            subprocess.Popen(run(trials), cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for _ in range(count)
+        ]
+        walls = []
+        for process in processes:
+            output, _ = process.communicate()
+            walls.append(time.monotonic() - started)
+            if process.returncode != 0:
+                sys.exit(f"an experiment run together failed (exit {process.returncode}):\n{output[-3000:]}")
+    finally:
+        subprocess.run([sys.executable, "-m", "tuner", "down"], cwd=folder, capture_output=True)
+    # Default names sort by start time: the last `count` are the experiments run together.
+    experiments = sorted(p for p in (folder / "tuner_results").iterdir() if (p / "tuner.json").is_file())[-count:]
+    finished = [len(list(p.glob("cheap_*/result.json"))) for p in experiments]
+    print(
+        f"\n{count} experiments of {trials} trials at once on one kept instance: walls "
+        f"{', '.join(f'{w:.1f}' for w in walls)} s; one alone {alone.wall_s:.1f} s; the slowest / "
+        f"({count} x alone) = {max(walls) / (count * alone.wall_s):.2f}; experiments {len(experiments)} "
+        f"(names {', '.join(p.name for p in experiments)}), trials with results {finished}"
+    )
 
 
 def measure_all(sizes: list[int], work: Path) -> None:

@@ -50,7 +50,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     phases.mark("imports")
     storage_path = filesystem.normalize(options.storage_path)
     name = options.name or filesystem.default_experiment_name(spec.name)
-    experiment_path = _new_experiment_path(storage_path, name)
+    experiment_path = _new_experiment_path(storage_path, name, claim=options.name is None)
     if options.mlflow:
         tracking.check_installed()
         options = dataclasses.replace(options, mlflow=tracking.store(options.mlflow, storage_path))
@@ -237,12 +237,16 @@ def _latest_run(meta: ExperimentMeta) -> ExperimentMeta:
     return dataclasses.replace(meta, total_trials=meta.extensions[-1]["trials"])
 
 
-def _new_experiment_path(storage_path: str, name: str) -> str:
-    experiment_path = filesystem.join(storage_path, name)
+def _new_experiment_path(storage_path: str, name: str, claim: bool = False) -> str:
+    """`claim`: the name is tuner's default, taken with a suffix where another run started in the same
+    second has it (filesystem.claim_default_name), and its directory made now."""
     # An object store is probed first: a wrong key or endpoint is its answer, not a traceback of `exists`.
     remote = filesystem.is_remote(storage_path) and filesystem.store_problem(storage_path)
     if remote:
         raise TunerError(f"cannot write to --storage-path {storage_path}: {remote}")
+    if claim and filesystem.write_problem(storage_path) is None:
+        return filesystem.join(storage_path, filesystem.claim_default_name(storage_path, name))
+    experiment_path = filesystem.join(storage_path, name)
     if filesystem.exists(experiment_path):
         raise TunerError(
             f"experiment {experiment_path} already exists; pick another --name (results are never overwritten)"

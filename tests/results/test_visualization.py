@@ -120,8 +120,10 @@ def test_parallel_coordinates_has_an_axis_per_hyperparameter_and_the_score(exp):
     ax, colorbar = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["batch_size", "hidden", "lr", "best_val_acc"]
     assert colorbar.get_ylabel() == "best_val_acc"
-    trial_lines = [line for line in ax.lines if len(line.get_xdata()) == 4]
-    assert len(trial_lines) == 4 and all(0 <= y <= 1 for line in trial_lines for y in line.get_ydata())
+    # One collection holds every trial's line (a line each would cost seconds at thousands of trials).
+    (collection,) = ax.collections
+    trial_lines = [segment for segment in collection.get_segments() if len(segment) == 4]
+    assert len(trial_lines) == 4 and all(0 <= y <= 1 for segment in trial_lines for _, y in segment)
     labels = {t.get_text() for t in ax.texts}
     assert {"32", "64", "0.001", "0.01"} <= labels  # real values, not the [0, 1] positions
 
@@ -256,7 +258,7 @@ def test_html_report_is_one_self_contained_page(exp):
     with open(path, encoding="utf-8") as page_file:
         page = page_file.read()
     assert 'src="http' not in page and "<script" not in page and "<link" not in page
-    assert page.count(IMAGE) == 4  # curves, per-param, parallel coordinates, importance
+    assert page.count(IMAGE) == 5  # best so far, curves, per-param, parallel coordinates, importance
     text = parsed(page)
     assert "Early stopping" not in text  # fifo, every trial ran every epoch: no section that says only that
     assert "tiny_grid" in text and "finished" in text
@@ -309,3 +311,15 @@ def test_two_objectives_and_a_constraint_get_a_pareto_plot_and_section_and_one_o
     assert "<h2>Pareto front</h2>" in page and "objectives val_acc (max), val_loss (min)" in page
     with pytest.raises(ValueError, match="'val_lost' is not an objective"):
         visualization.plot_pareto(trials, meta, y="val_lost")
+
+
+def test_best_so_far_steps_to_each_new_best_in_the_order_trials_ended(exp):
+    from tuner.results import visualization
+
+    fig = visualization.plot_best_so_far(exp.trials, exp.history, exp.meta)
+    ax = fig.axes[0]
+    ended = exp.history.groupby("trial_id")["reported_at"].max()
+    scores = exp.trials.assign(ended=exp.trials["trial_id"].map(ended)).sort_values("ended")["best_val_acc"]
+    (best,) = [line for line in ax.lines if line.get_label() == "best so far"]
+    assert np.allclose(best.get_ydata(), np.maximum.accumulate(scores.to_numpy(float)))
+    assert "so far over 4 scored trials" in ax.get_title()

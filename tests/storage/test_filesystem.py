@@ -42,3 +42,12 @@ def test_a_recent_write_problem_holds_for_its_time_then_is_asked_again(tmp_path)
     (tmp_path / "results").unlink()  # put right
     assert held() == f"{tmp_path / 'results'} is not a directory"
     assert asked_again() is None
+
+
+def test_runs_started_in_the_same_second_claim_their_own_default_names(tmp_path):
+    from tuner.storage.filesystem import claim_default_name
+
+    name = "space-20261206-101010"
+    claimed = [claim_default_name(str(tmp_path / "results"), name) for _ in range(3)]
+    assert claimed == [name, f"{name}-2", f"{name}-3"]
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == sorted(claimed)

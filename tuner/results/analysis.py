@@ -62,6 +62,9 @@ class Experiment:
         """Epoch x trial table of one metric, ready for `.plot()`."""
         return self.history.pivot(index="epoch", columns="trial_id", values=metric or self.metric)
 
+    def plot_best_so_far(self) -> Figure:
+        return visualization.plot_best_so_far(self.trials, self.history, self.meta)
+
     def plot_learning_curves(self, metric: str | None = None, top: int = 5) -> Figure:
         return visualization.plot_learning_curves(self.trials, self.history, self.meta, metric=metric, top=top)
 

@@ -26,6 +26,7 @@ from tuner.storage.meta import ExperimentMeta
 
 REPORT_FILE = "report.html"
 DPI = 100
+RANKED_ROWS = 100  # rows of the ranked table on the page; trials.csv holds them all
 FAILED = (TrialStatus.ERROR, TrialStatus.DIVERGED)
 
 STYLE = """
@@ -116,7 +117,11 @@ def _ranked(trials: pd.DataFrame, meta: ExperimentMeta, failed: pd.DataFrame) ->
         return _note("No trial was recorded.")
     # The columns `tuner report` prints, so the page and the terminal show the same thing.
     shown = report.ranked(trials, meta.objective.metric, list(meta.params), objective=meta.objective)
-    return _table(shown.join(trials["error"]) if len(failed) else shown)
+    shown = shown.join(trials["error"]) if len(failed) else shown
+    if len(shown) <= RANKED_ROWS:
+        return _table(shown)
+    more = f"the top {RANKED_ROWS} of {len(shown)} trials; every trial is in {report.TRIALS_CSV} and trials.parquet"
+    return _note(more) + _table(shown.head(RANKED_ROWS))
 
 
 def _pareto(trials: pd.DataFrame, meta: ExperimentMeta, scored: pd.DataFrame) -> str:
@@ -191,7 +196,9 @@ def _page(experiment_path: str, trials: pd.DataFrame, history: pd.DataFrame, met
         no_score = _note("No trial has a score, so there is nothing to plot here.")
         curves = params = parallel = no_score
     else:
-        curves = _image(visualization.plot_learning_curves(trials, history, meta), "learning curves")
+        curves = _image(visualization.plot_best_so_far(trials, history, meta), "best so far") + _image(
+            visualization.plot_learning_curves(trials, history, meta), "learning curves"
+        )
         params = _image(visualization.plot_param(trials, meta), "best score per hyperparameter")
         parallel = _image(visualization.plot_parallel_coordinates(trials, meta), "parallel coordinates")
     decided = stops.frame(decisions.read(experiment_path))

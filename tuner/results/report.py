@@ -97,11 +97,24 @@ def _analysis(experiment_path: str) -> list[Any]:
         name = saved_state.newest_state(experiment_path)
     if name is None:
         raise TunerError(f"{experiment_path} holds no Ray Tune experiment state yet; no trial has been recorded")
-    try:
-        with logs.quiet_analysis_warnings():
-            return private.recorded_trials(path, fs)
-    except Exception as error:  # files of another Ray version, or damaged: whatever Ray's reader raises
-        raise TunerError(f"Ray's saved state {name} cannot be read ({_reason(error)})") from None
+    state = path if path.endswith(".json") else f"{path}/{name}"
+    info = fs.get_file_info(state)
+    key = (experiment_path, state, info.size, info.mtime_ns)
+    if (last := _last_read.get(key)) is None:
+        try:
+            with logs.quiet_analysis_warnings():
+                last = private.recorded_trials(path, fs)
+        except Exception as error:  # files of another Ray version, or damaged: whatever Ray's reader raises
+            raise TunerError(f"Ray's saved state {name} cannot be read ({_reason(error)})") from None
+        _last_read.clear()
+        _last_read[key] = last
+    return list(last)
+
+
+# The trials of the state file read last, by the file's path, size and time: `tuner resume` checks the
+# state (state_problem) and reads the report (read_tables) of one file, which at 10,000 trials takes
+# seconds each time. One file only, so that a notebook that loads many experiments holds one.
+_last_read: dict[tuple[str, str, int | None, int | None], list[Any]] = {}
 
 
 def _reason(error: BaseException) -> str:

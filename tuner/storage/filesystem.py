@@ -25,8 +25,27 @@ META_FILE = "tuner.json"
 
 
 def default_experiment_name(space_name: str) -> str:
-    """`<space>-<local time>`: sorts by start time in a listing, and a second apart is enough."""
+    """`<space>-<local time>`: sorts by start time in a listing. Two runs of a space started in the same
+    second get `-2`, `-3`, ... from `claim_default_name`."""
     return f"{space_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def claim_default_name(storage_path: str, name: str) -> str:
+    """The first of `name`, `name-2`, `name-3`, ... that this process creates the directory of under a
+    local `storage_path`, and so no other run started at the same moment takes too (mkdir either
+    creates a directory or fails, atomically). An object store has no such operation: `name` as it is."""
+    if is_remote(storage_path):
+        return name
+    root = Path(filesystem(storage_path)[1])
+    root.mkdir(parents=True, exist_ok=True)
+    for number in range(1, 1000):
+        claimed = name if number == 1 else f"{name}-{number}"
+        try:
+            (root / claimed).mkdir()
+        except FileExistsError:
+            continue
+        return claimed
+    raise TunerError(f"{root} already holds 999 experiments named {name}-N; pass --name")
 
 
 def normalize(path_or_uri: str) -> str:

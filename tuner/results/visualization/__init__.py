@@ -6,6 +6,7 @@ with pyplot: save it, or let a notebook display it. Only trials whose status is 
 count as scored; a plot with nothing to draw returns a figure whose title says why.
 """
 
+from tuner.results.visualization.best_so_far import plot_best_so_far
 from tuner.results.visualization.early_stopping import plot_early_stopping
 from tuner.results.visualization.importance import plot_importance
 from tuner.results.visualization.learning_curves import plot_learning_curves
@@ -14,6 +15,7 @@ from tuner.results.visualization.param import plot_param
 from tuner.results.visualization.pareto import plot_pareto
 
 __all__ = [
+    "plot_best_so_far",
     "plot_early_stopping",
     "plot_importance",
     "plot_learning_curves",

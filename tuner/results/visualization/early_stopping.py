@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -109,15 +110,38 @@ def _bars(ax: Axes, trials: pd.DataFrame, budget: int, compared: pd.DataFrame) -
 
 def _curves(ax: Axes, trials: pd.DataFrame, history: pd.DataFrame, meta: ExperimentMeta) -> None:
     metric, budget = meta.objective.metric, meta.budget.epochs
-    for _, trial in trials.iterrows():
-        rows = history[history["trial_id"] == trial["trial_id"]].sort_values("epoch")
-        if rows.empty:
+    rows_of = {
+        trial_id: rows.sort_values("epoch")
+        for trial_id, rows in history[["trial_id", "epoch", metric]].groupby("trial_id", sort=False)
+    }
+    lines, colors, ends, end_colors = [], [], [], []
+    for trial_id, status, epochs_run in zip(trials["trial_id"], trials["status"], trials["epochs"]):
+        rows = rows_of.get(trial_id)
+        if rows is None or rows.empty:
             continue
-        epochs, values = rows["epoch"].astype(float), rows[metric].astype(float)
-        color = _color(trial["status"])
-        ax.plot(epochs, values, color=color, alpha=0.7, linewidth=1.2)
-        if trial["epochs"] < budget:
-            ax.scatter(epochs.iloc[-1], values.iloc[-1], color=color, marker="x", s=30, zorder=3)
+        points = np.column_stack([rows["epoch"].astype(float), rows[metric].astype(float)])
+        lines.append(points)
+        colors.append(_color(status))
+        if epochs_run < budget:
+            ends.append(points[-1])
+            end_colors.append(_color(status))
+    # One artist for all the curves and one for the marks where trials stopped: a line per trial would
+    # cost seconds at thousands of trials. Fainter the more there are.
+    many = len(lines) > 200
+    ax.add_collection(
+        LineCollection(
+            lines,
+            colors=colors,
+            alpha=0.7 if not many else max(0.05, 140 / len(lines)),
+            linewidths=1.2 if not many else 0.6,
+            rasterized=many,
+        )
+    )
+    ax.autoscale_view()
+    if ends:
+        stopped = np.array(ends)
+        size = 30 if not many else 8
+        ax.scatter(stopped[:, 0], stopped[:, 1], color=end_colors, marker="x", s=size, zorder=3, rasterized=many)
     ax.axvline(budget, color="0.2", linestyle="--", linewidth=1)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")

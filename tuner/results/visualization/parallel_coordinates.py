@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
+from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
@@ -71,8 +72,16 @@ def plot_parallel_coordinates(trials: pd.DataFrame, meta: ExperimentMeta) -> Fig
     xs = np.arange(len(axes))
     ys = np.column_stack([a.positions for a in axes])
     order = np.argsort(scores if meta.objective.mode == "max" else -scores)  # the best are drawn last, on top
-    for i in order:
-        ax.plot(xs, ys[i], color=cmap(norm(scores[i])), alpha=0.8, linewidth=1.5)
+    # One artist for every line (a Line2D each costs ~1 ms to build and draw: 10 s at 10,000 trials), fainter
+    # the more lines there are, so that where many trials went still shows as a denser band.
+    lines = LineCollection(
+        [np.column_stack([xs, ys[i]]) for i in order],
+        colors=cmap(norm(scores[order])),
+        alpha=min(0.8, max(0.05, 40 / len(order))),
+        linewidths=1.5 if len(order) <= 200 else 0.8,
+        rasterized=len(order) > 200,
+    )
+    ax.add_collection(lines)
     for x, axis in zip(xs, axes):
         ax.axvline(float(x), color="0.2", linewidth=1)
         for spot, text in axis.ticks:
