@@ -51,6 +51,7 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     storage_path = filesystem.normalize(options.storage_path)
     name = options.name or filesystem.default_experiment_name(spec.name)
     experiment_path = _new_experiment_path(storage_path, name, claim=options.name is None)
+    name = filesystem.base_name(experiment_path)  # the default one as claimed: `-2` where it was taken
     if options.mlflow:
         tracking.check_installed()
         options = dataclasses.replace(options, mlflow=tracking.store(options.mlflow, storage_path))

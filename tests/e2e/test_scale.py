@@ -44,3 +44,18 @@ def test_the_cost_of_a_trial_stays_flat_from_200_to_1000_trials(tmp_path, tuner_
         costs[trials] = _seconds_per_trial(history)
     ratio = costs[1000] / costs[MEASURED]
     assert ratio < 1.5, f"a trial costs {ratio:.2f}x as much after 800 trials as in a 200-trial run: {costs}"
+
+
+def test_runs_that_start_in_the_same_second_each_get_their_own_experiment(tmp_path, tuner_here, monkeypatch):
+    """Three experiments started together under default names (bench/scale.py --together): the default
+    name is claimed with a suffix, and Ray is given the claimed one, so each run's trials land in its own."""
+    from tuner.storage import filesystem
+
+    (tmp_path / "cheapest.py").write_text(textwrap.dedent(CHEAPEST))
+    monkeypatch.setattr(filesystem, "default_experiment_name", lambda space: f"{space}-20261206-101010")
+    for _ in range(2):
+        args = ("run", "cheapest.py", "--num-samples", "3", "--no-smoke", "-q", "--storage-path", "results")
+        assert tuner_here(*args, cwd=tmp_path).returncode == 0
+    for name in ("cheapest-20261206-101010", "cheapest-20261206-101010-2"):
+        trials, _ = report.read_tables(str(tmp_path / "results" / name))
+        assert len(trials) == 3 and (trials["status"] == "finished").all(), name
