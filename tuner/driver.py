@@ -50,7 +50,21 @@ def run(spec: ExperimentSpec, options: RunOptions = RunOptions()) -> Outcome:
     phases.mark("imports")
     storage_path = filesystem.normalize(options.storage_path)
     name = options.name or filesystem.default_experiment_name(spec.name)
+    # Whether a failed start may remove the storage path the claim made (a local one only: a store's
+    # answer to a wrong key is _new_experiment_path's to give).
+    storage_existed = options.name is not None or filesystem.is_remote(storage_path) or filesystem.exists(storage_path)
     experiment_path = _new_experiment_path(storage_path, name, claim=options.name is None)
+    try:
+        return _run_in(experiment_path, spec, options, phases)
+    except BaseException:
+        if options.name is None:  # a refused or failed start leaves nothing behind, as before the claim
+            filesystem.release_default_name(experiment_path, storage_path if not storage_existed else None)
+        raise
+
+
+def _run_in(experiment_path: str, spec: ExperimentSpec, options: RunOptions, phases: Phases) -> Outcome:
+    """`run` once its experiment directory's name is settled."""
+    storage_path = filesystem.normalize(options.storage_path)
     name = filesystem.base_name(experiment_path)  # the default one as claimed: `-2` where it was taken
     if options.mlflow:
         tracking.check_installed()

@@ -48,6 +48,21 @@ def claim_default_name(storage_path: str, name: str) -> str:
     raise TunerError(f"{root} already holds 999 experiments named {name}-N; pass --name")
 
 
+def release_default_name(experiment_path: str, made_storage_path: str | None) -> None:
+    """Undo claim_default_name for a run that wrote nothing there (refused, or failed before its first
+    record): its empty directory goes, and the storage path too where the claim made it and it is empty.
+    Anything written stays (rmdir removes only an empty directory)."""
+    if is_remote(experiment_path):
+        return
+    for path in (experiment_path, made_storage_path):
+        if path is None:
+            return
+        try:
+            os.rmdir(filesystem(path)[1])
+        except OSError:
+            return
+
+
 def normalize(path_or_uri: str) -> str:
     """Ray wants absolute local paths; URIs pass through unchanged."""
     return path_or_uri if "://" in path_or_uri else str(expand_home(path_or_uri).resolve())
