@@ -286,19 +286,21 @@ class _Columns:
 
     at: dict[str, np.ndarray]  # trial id -> its rows' positions, in order
     values: dict[str, np.ndarray]  # column -> its values
-    scores: dict[str, np.ndarray]  # objective -> its values as floats (NaN where not a number)
+    numbers: dict[str, np.ndarray]  # an objective, epoch or gpu_peak_gib -> its values as floats (NaN: none)
 
     @classmethod
     def of(cls, history: pd.DataFrame, metrics: list[str], objectives: list[str]) -> "_Columns":
         at = {str(key): positions for key, positions in history.groupby("trial_id", sort=False).indices.items()}
-        names = [*metrics, "epoch", "diverged", "time_total_s", "device", "gpu_peak_gib"]
+        names = [*metrics, "diverged", "time_total_s", "device"]
         values = {name: history[name].to_numpy(dtype=object) for name in dict.fromkeys(names)}
-        scores = {name: pd.to_numeric(history[name], errors="coerce").to_numpy(dtype=float) for name in objectives}
-        return cls(at, values, scores)
+        numeric = dict.fromkeys([*objectives, "epoch", "gpu_peak_gib"])
+        numbers = {name: pd.to_numeric(history[name], errors="coerce").to_numpy(dtype=float) for name in numeric}
+        return cls(at, values, numbers)
 
 
-def _number(value: Any) -> float:
-    return math.nan if value is None or value is pd.NA else float(value)
+def _most(values: np.ndarray) -> float | None:
+    """The largest value that is a number; None where none is."""
+    return float(np.nanmax(values)) if len(values) and not np.isnan(values).all() else None
 
 
 def _trial_row(
@@ -306,8 +308,8 @@ def _trial_row(
 ) -> dict[str, Any]:
     metric = meta.objective.metric
     at = columns.at.get(trial.trial_id, np.empty(0, dtype=int))
-    epochs = np.array([_number(epoch) for epoch in columns.values["epoch"][at]], dtype=float)
-    epochs_run = int(np.nanmax(epochs)) if len(epochs) and not np.isnan(epochs).all() else 0
+    epochs = columns.numbers["epoch"][at]
+    epochs_run = int(_most(epochs) or 0)
     last = int(at[-1]) if len(at) else None
 
     def last_value(name: str) -> Any:
@@ -322,7 +324,7 @@ def _trial_row(
         row[name] = math.nan if last is None or value is None or value is pd.NA else value
     best = None
     for name, way in meta.objective.objectives:  # the primary first: its best epoch is the trial's
-        scores = columns.scores[name][at]
+        scores = columns.numbers[name][at]
         known = not np.isnan(scores).all() if len(scores) else False
         index = (int(np.nanargmax(scores)) if way == "max" else int(np.nanargmin(scores))) if known else None
         row[best_column(name)] = float(scores[index]) if index is not None else math.nan
@@ -334,8 +336,8 @@ def _trial_row(
     # Where it trained (cpu, cuda:0) and its most GPU memory in any epoch (rank 0's; NaN on the CPU).
     device = last_value("device")
     row["device"] = device if last is not None and pd.notna(device) else ""
-    peaks = np.array([_number(peak) for peak in columns.values["gpu_peak_gib"][at]], dtype=float)
-    row["gpu_peak_gib"] = float(np.nanmax(peaks)) if len(peaks) and not np.isnan(peaks).all() else math.nan
+    peak = _most(columns.numbers["gpu_peak_gib"][at])
+    row["gpu_peak_gib"] = peak if peak is not None else math.nan
     row["error"] = _error_line(trial) if trial.status == "ERROR" else ""
     row["trial_dir"] = trial.storage.trial_fs_path
     return row
