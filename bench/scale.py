@@ -1,6 +1,7 @@
 """tuner at 1,000 to 10,000 trials, beside a plain Ray Tune script running the same trials, in one run.
 
     python bench/scale.py [--trials 1000 3000 10000] [--keep DIR] [--together 3 --together-trials 1000]
+                          [--interrupted 10000]
 
 The cheapest trial there is (one report, no torch work), random search over two floats. For each size:
 (a) a plain Ray Tune script (`tune.Tuner`, a function trainable, `reuse_actors=True`, the same
@@ -18,10 +19,14 @@ at 10,000 trials `report` <= 3 s, `--html` <= 10 s, `resume` <= 15 s, `list` <= 
 With --together N: N experiments of --together-trials trials started at the same moment on one kept
 Ray instance (`tuner run --keep-ray`, default names), against one such experiment alone on it: each
 must finish with all its trials, under its own name, in no more than N times the one alone's wall.
+
+With --interrupted N: a run of N trials interrupted as a user does (SIGINT, Ctrl-C) once half its trials
+are in storage, then `tuner resume` of it, timed, which must end with all N trials finished.
 """
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -116,6 +121,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the experiments in this directory")
     parser.add_argument("--together", type=int, default=0, help="also N experiments at once on one kept Ray")
     parser.add_argument("--together-trials", type=int, default=1000)
+    parser.add_argument("--interrupted", type=int, default=0, help="also resume a run of N trials cut at half")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -125,6 +131,8 @@ def main() -> None:
             measure_all(args.trials, work)
         if args.together:
             together(args.together, args.together_trials, work)
+        if args.interrupted:
+            interrupted(args.interrupted, work)
     if args.keep:
         print(f"experiments: {args.keep}")
 
@@ -174,6 +182,41 @@ def together(count: int, trials: int, work: Path) -> None:
         f"{', '.join(f'{w:.1f}' for w in walls)} s; one alone {alone.wall_s:.1f} s; the slowest / "
         f"({count} x alone) = {max(walls) / (count * alone.wall_s):.2f}; experiments {len(experiments)} "
         f"(names {', '.join(p.name for p in experiments)}), trials with results {finished}"
+    )
+
+
+def interrupted(trials: int, work: Path) -> None:
+    """A run cut by SIGINT once half its trials reached storage, then resumed to the end."""
+    import pandas as pd
+
+    folder = work / f"interrupted-{trials}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "cheap.py").write_text(SPACE)
+    experiment = folder / "store" / "cut"
+    tuner = [sys.executable, "-m", "tuner"]
+    run = [*tuner, "run", "cheap.py", "--num-samples", str(trials), "--no-smoke", "-q"]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [*run, "--storage-path", str(folder / "store"), "--name", "cut"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    stored = 0
+    while process.poll() is None and stored < trials // 2:
+        time.sleep(1)
+        stored = sum(1 for _ in experiment.glob("cheap_*/result.json")) if experiment.is_dir() else 0
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate()
+    cut_after = time.monotonic() - started
+    resumed = checked("tuner resume of the interrupted run", measure([*tuner, "resume", str(experiment), "-q"], folder))
+    statuses = pd.read_parquet(experiment / "trials.parquet")["status"].value_counts().to_dict()
+    print(
+        f"\na run of {trials} trials cut by SIGINT after {cut_after:.1f} s with {stored} trials in storage "
+        f"(exit {process.returncode}); `tuner resume` took {resumed.wall_s:.1f} s (peak RSS "
+        f"{resumed.peak_rss_mib:.0f} MiB) and left {statuses}"
     )
 
 

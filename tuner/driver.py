@@ -3,6 +3,7 @@ record in storage, the report. Each step is one call into its stage; this module
 knows their order, and no stage calls a stage above it."""
 
 import dataclasses
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -100,8 +101,10 @@ def _run_in(experiment_path: str, spec: ExperimentSpec, options: RunOptions, pha
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent, phases)
             phases.mark("trial setup")
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
+            del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
         phases.mark("ray shutdown")
+        gc.collect()
         trials = report.write(experiment_path)
         phases.mark("report")
     ended = meta_file.read(experiment_path)
@@ -148,8 +151,10 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
             meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None, stopped_by=None))
             phases.mark("trial setup")
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
+            del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
         phases.mark("ray shutdown")
+        gc.collect()
         trials = report.write(experiment_path)
         phases.mark("report")
     ended = meta_file.read(experiment_path)
@@ -228,6 +233,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
                 spec, plan, run_options, setup, name, storage_path, max_concurrent, earlier_trials=before
             )
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
+            del tuner  # Ray's analysis of every trial, freed before the report reads them anew
         trials = report.write(experiment_path)
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)

@@ -8,6 +8,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from tuner.errors import TunerError
+from tuner.results import importance as importance_module
 from tuner.results.importance import EVALUATORS, MIN_TRIALS, _distribution, importance, importances
 from tuner.results.visualization import plot_importance
 from tuner.settings import Objective
@@ -70,6 +71,16 @@ def test_auto_is_fanova_and_deterministic():
     first, again = importance(table(), meta()), importance(table(), meta())
     assert first.attrs["evaluator"] == "fANOVA"
     pd.testing.assert_frame_equal(first, again)
+
+
+def test_beyond_max_trials_a_seeded_sample_is_assessed_and_says_so(monkeypatch):
+    monkeypatch.setattr(importance_module, "MAX_TRIALS", 50)
+    trials = table(n=200)
+    frame = importance(trials, meta())
+    assert frame.attrs["sampled"] == (50, 200)
+    assert frame["param"].iloc[0] == "lr", frame  # the sample still finds what the score depends on
+    pd.testing.assert_frame_equal(frame, importance(trials, meta()))  # the same sample each time
+    assert "sampled" not in importance(table(n=50), meta()).attrs  # up to MAX_TRIALS: every trial
 
 
 def test_a_categorical_hyperparameter_that_decides_the_score_comes_first():

@@ -148,6 +148,10 @@ def _importance(trials: pd.DataFrame, meta: ExperimentMeta) -> str:
         f"{INTERVAL[1] - INTERVAL[0]:.0%} "
         f"interval of that share over {REPEATS} bootstrap resamples of the trials (see tuner/results/importance.py)."
     )
+    sampled = [frame.attrs["sampled"] for frame in frames.values() if "sampled" in frame.attrs]
+    if sampled:
+        assessed, scored_trials = max(sampled, key=lambda pair: pair[1])
+        method += f" Assessed on a random {assessed:,} of the {scored_trials:,} scored trials."
     if any(frame["importance"].isna().any() for frame in frames.values()):
         method += " A hyperparameter blank in some trials is not assessed: fANOVA needs it in every trial."
     stopped = int((trials["status"] == TrialStatus.STOPPED_EARLY).sum())

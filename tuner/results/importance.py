@@ -39,6 +39,7 @@ bootstrap resamples of the scored trials. With a handful of trials the numbers a
 says how rough; like the share, it stays within 0 and 1 (a mean plus or minus a std would not). Under
 an early-stopping scheduler the trials it stopped are scored on fewer epochs, so the importance also
 reflects which trials the scheduler let run on. Fewer than `MIN_TRIALS` scored trials is a TunerError.
+More than `MAX_TRIALS` are assessed from a seeded random sample of that many (`.attrs["sampled"]` says so).
 """
 
 import logging
@@ -70,6 +71,10 @@ INTERVAL = (0.05, 0.95)  # the quantiles of the resampled shares that bound an i
 TREES, DEPTH = 32, 6
 TOP_TRIALS = 5  # PED-ANOVA's top quantile holds at least this many trials (at most half of them)
 TOP_QUANTILE = 0.1  # ... and otherwise optuna's default 10%
+# Beyond this many scored trials a seeded random sample of them is assessed: the forest and the Parzen
+# estimators change little past it, while optuna's study copies every trial it is given, 11 times
+# (bench/scale.py: 10,000 trials took 24 s of a 29 s `--html`).
+MAX_TRIALS = 1000
 
 # The evaluators by the name `importance(evaluator=...)` takes, each with the words a reader is shown.
 EVALUATORS: dict[str, str] = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
@@ -166,6 +171,9 @@ def _objective_importance(
             f"parameter importance needs at least {MIN_TRIALS} scored trials "
             f"({', '.join(SCORED)}) with a {score}; this experiment has {len(rows)}"
         )
+    scored_trials = len(rows)
+    if scored_trials > MAX_TRIALS:
+        rows = rows.sample(MAX_TRIALS, random_state=SEED)
     read = {}  # the hyperparameters that vary: (distribution, encode), and whether every trial has one
     for param in params:
         active = [v for v in rows[param] if not is_blank(v)]
@@ -215,6 +223,8 @@ def _objective_importance(
     )
     frame = frame.sort_values("importance", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     frame.attrs["evaluator"] = EVALUATORS[evaluator]  # which one `auto` chose, for the plot and the page
+    if scored_trials > MAX_TRIALS:
+        frame.attrs["sampled"] = (MAX_TRIALS, scored_trials)  # assessed from a sample of the scored trials
     return frame
 
 
@@ -222,7 +232,8 @@ def importances(
     trials: pd.DataFrame, params: list[str], objectives: list[MetricMode], evaluator: str = AUTO
 ) -> dict[str, pd.DataFrame]:
     """Per objective metric, one row per hyperparameter (param, importance, low, high), most important first,
-    with the evaluator's name in `.attrs["evaluator"]`; see the module docstring. Each objective is
+    with the evaluator's name in `.attrs["evaluator"]` (and `.attrs["sampled"]`, (assessed, scored), when
+    a sample was assessed); see the module docstring. Each objective is
     assessed on its own scored trials, in its own mode."""
     if evaluator not in (AUTO, *EVALUATORS):
         raise TunerError(f"unknown importance evaluator {evaluator!r}; use one of: {', '.join((AUTO, *EVALUATORS))}")

@@ -2,6 +2,7 @@
 without the run that made them (from another process, on a finished or interrupted experiment)."""
 
 import fnmatch
+import functools
 import io
 import json
 import logging
@@ -13,13 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow.fs
-from ray.tune.result import (
-    AUTO_RESULT_KEYS,
-    DEBUG_METRICS,
-    DEFAULT_EXPERIMENT_INFO_KEYS,
-    DONE,
-    SHOULD_CHECKPOINT,
-)
 from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
@@ -60,20 +54,28 @@ RUN_COLUMNS = [
     "restored_from",
     "restored_epoch",
 ]
-# Keys of a result row that Ray fills in itself (TuneReportCallback adds the Train checkpoint's path).
-RAY_KEYS = {
-    *AUTO_RESULT_KEYS,
-    *DEBUG_METRICS,
-    *DEFAULT_EXPERIMENT_INFO_KEYS,
-    DONE,
-    SHOULD_CHECKPOINT,
-    "checkpoint_path",
-}
+
+
+@functools.cache
+def ray_keys() -> frozenset[str]:
+    """Keys of a result row that Ray fills in itself (TuneReportCallback adds the Train checkpoint's path).
+    Imported here, not at the top: a finished experiment's saved tables are read without loading Ray."""
+    from ray.tune.result import (
+        AUTO_RESULT_KEYS,
+        DEBUG_METRICS,
+        DEFAULT_EXPERIMENT_INFO_KEYS,
+        DONE,
+        SHOULD_CHECKPOINT,
+    )
+
+    return frozenset(
+        {*AUTO_RESULT_KEYS, *DEBUG_METRICS, *DEFAULT_EXPERIMENT_INFO_KEYS, DONE, SHOULD_CHECKPOINT, "checkpoint_path"}
+    )
 
 
 def metric_names(frames: list[pd.DataFrame]) -> list[str]:
     """The loop's own metrics across these result frames, in the order first reported."""
-    skipped = RAY_KEYS | set(BOOKKEEPING)
+    skipped = ray_keys() | set(BOOKKEEPING)
     names: dict[str, None] = {}
     for frame in frames:
         names.update(
@@ -494,11 +496,11 @@ def _saved_tables(experiment_path: str, meta: ExperimentMeta) -> tuple[pd.DataFr
     reported = trials[trials["epochs"] > 0] if "epochs" in trials else trials
     if "trial_dir" not in trials:
         return None
-    for trial_dir in trials["trial_dir"]:
-        if str(trial_dir).rstrip("/").rpartition("/")[0] != path.rstrip("/"):
-            return None  # the experiment was moved or copied since: its trial directories are named anew
-    if not all(str(trial_dir).rstrip("/").rpartition("/")[2] in directories for trial_dir in reported["trial_dir"]):
+    names = [str(trial_dir).rstrip("/").rpartition("/")[2] for trial_dir in reported["trial_dir"]]
+    if not all(name in directories for name in names):
         return None  # directories missing: the whole read says which
+    # Named where they are now: an experiment moved or copied since keeps its fast read.
+    trials["trial_dir"] = [f"{path.rstrip('/')}/{str(trial_dir).rstrip('/').rpartition('/')[2]}" for trial_dir in trials["trial_dir"]]
     trials.attrs[DAMAGE] = ""
     return trials, history
 

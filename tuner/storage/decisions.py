@@ -7,13 +7,15 @@ scheduler state) and may judge a trial again at a rung: readers take a trial's l
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
-from ray.tune.experiment import Trial
 
 from tuner.storage import filesystem
 from tuner.storage.trial_files import read_text
+
+if TYPE_CHECKING:  # readers of decisions.jsonl run without Ray
+    from ray.tune.experiment import Trial
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +29,7 @@ class DecisionFile:
 
     warned = False
 
-    def __call__(self, trial: Trial, row: dict[str, Any]) -> None:
+    def __call__(self, trial: "Trial", row: dict[str, Any]) -> None:
         storage = trial.storage
         if storage is None:
             return
