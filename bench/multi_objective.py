@@ -3,10 +3,10 @@ Pareto front, at the same trial budget over many seeds.
 
     python bench/multi_objective.py [--seeds 20] [--trials 64] [--concurrent 2] [--plot bench/multi_objective.png]
 
-optuna is tuner's own searcher for `--search optuna` with two objectives (tuner.search.searchers.
-search_algorithm: OptunaObjectives, multi-objective TPE), driven through Ray Tune's Searcher API
-(suggest / on_trial_complete) without starting Ray: `--concurrent` configs are proposed before any of
-them reports, as tuner runs that many trials at once. Random draws x uniformly from [0, 1]^n, which is
+optuna is tuner's own searcher for `--search optuna` with two objectives (tuner.search.search("optuna").
+build: OptunaObjectives, multi-objective TPE), and nsga2 the same over Optuna's NSGA-II, driven through
+Ray Tune's Searcher API (suggest / on_trial_complete) without starting Ray: `--concurrent` configs are
+proposed before any of them reports, as tuner runs that many trials at once. Random draws x uniformly from [0, 1]^n, which is
 what `--search random` does over uniform domains. ZDT1 has no epochs, so no scheduler is involved.
 
 Prints per searcher the median and the 25-75 % range over seeds of: the hypervolume of the found
@@ -35,7 +35,8 @@ from ray import tune
 sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a package
 from zdt import DIMENSIONS, distance_to_front, inverted_generational_distance, true_hypervolume, zdt1
 
-from tuner.search import pareto, searchers
+from tuner.search import pareto
+from tuner.search import search as searcher
 
 OBJECTIVES = (("f1", "min"), ("f2", "min"))
 REFERENCE = (1.1, 11.0)
@@ -56,17 +57,17 @@ def found_front(values: np.ndarray) -> np.ndarray:
     return values[pareto.front_ranks(_oriented(values)) == 1]
 
 
-def run_optuna(trials: int, seed: int, concurrent: int) -> np.ndarray:
+def run_searcher(search: str, trials: int, seed: int, concurrent: int) -> np.ndarray:
     space = {name: tune.uniform(0.0, 1.0) for name in NAMES}
-    searcher = searchers.search_algorithm("optuna", space, trials, seed, objectives=OBJECTIVES)
-    searcher.set_search_properties(OBJECTIVES[0][0], OBJECTIVES[0][1], space)
+    algorithm = searcher(search).build(space, trials, seed, objectives=OBJECTIVES)
+    algorithm.set_search_properties(OBJECTIVES[0][0], OBJECTIVES[0][1], space)
     values: list[tuple[float, float]] = []
     while len(values) < trials:
         batch = [f"{seed}_{len(values) + i}" for i in range(min(concurrent, trials - len(values)))]
-        configs = {trial_id: searcher.suggest(trial_id) for trial_id in batch}
+        configs = {trial_id: algorithm.suggest(trial_id) for trial_id in batch}
         for trial_id, config in configs.items():
             f1, f2 = zdt1(np.array([config[name] for name in NAMES]))
-            searcher.on_trial_complete(trial_id, {"f1": f1, "f2": f2})
+            algorithm.on_trial_complete(trial_id, {"f1": f1, "f2": f2})
             values.append((f1, f2))
     return np.array(values)
 
@@ -138,7 +139,8 @@ def main() -> None:
     logging.getLogger("optuna").setLevel(logging.WARNING)
 
     runs = {
-        "optuna (MOTPE)": [run_optuna(args.trials, seed, args.concurrent) for seed in range(args.seeds)],
+        "optuna (MOTPE)": [run_searcher("optuna", args.trials, seed, args.concurrent) for seed in range(args.seeds)],
+        "nsga2": [run_searcher("nsga2", args.trials, seed, args.concurrent) for seed in range(args.seeds)],
         "random": [run_random(args.trials, seed) for seed in range(args.seeds)],
     }
     print(

@@ -22,7 +22,7 @@ from ray import tune
 
 import tuner
 from tuner.search import schedulers
-from tuner.search.searchers import grid_as_choice
+from tuner.search.space_counts import grid_as_choice
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
 

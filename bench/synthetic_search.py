@@ -3,7 +3,7 @@
     python bench/synthetic_search.py [--seeds 20] [--trials 64] [--epochs 9] [--plot /tmp/synthetic_search.png]
 
 Every strategy searches x in [0, 1]^6 with `--trials` configs of `--epochs` epochs each, through Ray Tune
-with tuner's own searcher and scheduler defaults (tuner.search.searchers.search_algorithm,
+with tuner's own searcher and scheduler defaults (tuner.search.search(name).build,
 tuner.search.schedulers.trial_scheduler); epoch e reports H(x, e / epochs). Grid runs a 2-level grid (64
 configs) and a 3-level grid (729) once, as deterministic baselines. Prints per strategy the median and
 the 25-75 % range over seeds of: simple regret (the best full-fidelity value minus the minimum -3.32237),
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a pa
 import asha_shapes
 from hartmann import MINIMUM, hartmann6
 
-from tuner.search import schedulers, searchers
+from tuner.search import schedulers
+from tuner.search import search as searcher
 
 STRATEGIES = [
     ("random", "fifo"),
@@ -66,10 +67,10 @@ def run(
     # Limited as tuner.run limits them by default: as many as fit. Ray's synchronous HyperBand, which
     # tuner's `hyperband` was until 2026-12-05, stopped nothing under this limit (the paused trials held
     # the slots: 576 trial-epochs); tuner's `hyperband` is now asynchronous (ASHA with several brackets).
-    algorithm = searchers.search_algorithm(search, param_space, trials, seed, max_concurrent=CONCURRENT)
-    space = searchers.tuner_space(search, param_space)
+    algorithm = searcher(search).build(param_space, trials, seed, max_concurrent=CONCURRENT)
+    space = searcher(search).tuner_space(param_space)
     with asha_shapes.in_place(shape):
-        trial_scheduler = schedulers.trial_scheduler(scheduler, search, param_space, epochs)
+        trial_scheduler = schedulers.trial_scheduler(scheduler, searcher(search), param_space, epochs)
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),
@@ -77,7 +78,7 @@ def run(
         tune_config=tune.TuneConfig(
             metric="value",
             mode="min",
-            num_samples=searchers.trials(search, param_space, trials),
+            num_samples=searcher(search).trials(param_space, trials),
             search_alg=algorithm,
             reuse_actors=True,
             scheduler=trial_scheduler,

@@ -137,8 +137,11 @@ def _ray_would_take(spec: ExperimentSpec) -> None:
 
 
 REFUSED = {  # (search, scheduler): the words of the refusal
-    **{("bohb", scheduler): "bohb runs with its own HyperBand scheduler" for scheduler in ("asha", "median", "pbt")},
-    **{(search, "pbt"): "Ray refuses it with a search algorithm such as" for search in ("optuna", "hyperopt")},
+    **{("bohb", scheduler): "bohb runs with its own scheduler" for scheduler in ("asha", "median", "pbt")},
+    **{
+        (search, "pbt"): "Ray refuses it with a search algorithm such as"
+        for search in ("optuna", "gp", "cmaes", "nsga2", "hyperopt")
+    },
 }
 
 

@@ -21,6 +21,7 @@ from tuner.results import earlier as earlier_trials
 from tuner.results import report
 from tuner.results.columns import best_column, is_blank
 from tuner.results.status import UNFINISHED, TrialStatus
+from tuner.search import search as search_named
 from tuner.search.plan import SearchPlan
 from tuner.search.plan import plan as search_plan
 from tuner.settings import RunOptions
@@ -100,6 +101,7 @@ def _run_in(experiment_path: str, spec: ExperimentSpec, options: RunOptions, pha
             setup = tune_run.trial_setup(ready.parts, ready.data, meta, experiment_path, options.verbose)
             tuner = tune_run.new_tuner(spec, plan, options, setup, name, storage_path, max_concurrent, phases)
             phases.mark("trial setup")
+            report.forget_reads()
             unread = tune_run.fit(tuner, experiment_path, meta, options.verbose)
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
@@ -150,6 +152,7 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
             # Running again: `tuner list` tells a live run by the end it has not recorded yet.
             meta_file.write(experiment_path, dataclasses.replace(meta, ended_at=None, stopped_by=None))
             phases.mark("trial setup")
+            report.forget_reads()
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
@@ -182,7 +185,8 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
             f"{experiment_path} has trials still to run ({report.describe(report.tally(trials, meta))}); "
             f"finish them first with `{tuner_hint('resume', experiment_path)}`, then extend it"
         )
-    search = "random" if meta.tuning.search == "grid" else meta.tuning.search
+    ran_by = search_named(meta.tuning.search)
+    search = ran_by.extends_as or ran_by.name
     # The experiment as it ran: its settings from tuner.json, its fixed keys pinned as they were.
     spec = dataclasses.replace(
         spec.with_overrides(fixed=meta.fixed),
@@ -196,8 +200,12 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
     # Another seed per extension: the same one would draw the configs the first run drew.
     seed = meta.seed + len(meta.extensions) + 1
     plan = search_plan(spec, seed, earlier, extend=True)
-    if meta.tuning.search == "grid":
-        log.info("tuner: extend: the grid has run whole; the new trials are random draws of the same space")
+    if ran_by.extends_as:
+        log.info(
+            "tuner: extend: the %s has run whole; the new trials are %s draws of the same space",
+            ran_by.name,
+            ran_by.extends_as,
+        )
     for notice in plan.notices:
         log.info("tuner: %s", notice)
     preparation.check_data(spec, options.data_dir or meta.data_dir)
@@ -232,6 +240,7 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
             tuner = tune_run.new_tuner(
                 spec, plan, run_options, setup, name, storage_path, max_concurrent, earlier_trials=before
             )
+            report.forget_reads()
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
         trials = report.write(experiment_path)

@@ -8,9 +8,10 @@ import pytest
 from ray import cloudpickle, tune
 
 from tuner.errors import TunerError
-from tuner.search import conditional, searchers
+from tuner.search import conditional, space_counts
+from tuner.search import search as searcher
 from tuner.search.plan import plan
-from tuner.search.warm_start import Earlier
+from tuner.search.warm_start import Earlier, Evaluated
 from tuner.spec.space import ExperimentSpec
 from tuner.training.config_reads import given_keys
 
@@ -197,14 +198,48 @@ def test_pbt_is_refused_with_conditions():
     "settings",
     [{"metric": ["val_acc", "val_loss"], "mode": ["max", "min"]}, {"constraints": ["val_loss <= 1"]}],
 )
-def test_conditions_with_several_objectives_or_constraints_are_refused(settings):
-    with pytest.raises(TunerError, match="conditions work with one objective and no constraints so far"):
-        plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="optuna", **settings), seed=0)
+@pytest.mark.parametrize("search", ["optuna", "random", "grid"])
+def test_conditions_with_several_objectives_or_constraints(settings, search):
+    planned = plan(spec(SAMPLED, SAMPLED_CONDITIONS, search=search, num_samples=12, **settings), seed=0)
+    algorithm = planned.search_algorithm(0)
+    configs = []
+    for index in range(12):
+        config = algorithm.suggest(f"t{index}")
+        configs.append(config)
+        val_loss = 0.5 if config["optimizer"] == "adam" else 2.0  # sgd breaks the constraint
+        result = {"val_acc": 1 - val_loss / 4, "val_loss": val_loss, "training_iteration": 1}
+        algorithm.on_trial_complete(f"t{index}", result)
+    for config in configs:
+        assert set(config) == expected_keys(config), config
+    if search == "optuna":  # one study, ranking by both objectives, told each trial's violations
+        study = algorithm._ot_study
+        if "constraints" in settings:
+            assert all((t.constraints["val_loss<=1"] > 0) == (t.params["optimizer"] == "sgd") for t in study.trials)
+        else:
+            assert len(study.directions) == 2 and all(len(t.values) == 2 for t in study.trials)
 
 
-def test_a_warm_start_of_a_conditional_space_is_refused():
-    with pytest.raises(TunerError, match="--warm-start does not take a space with conditions yet"):
-        plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="optuna"), seed=0, earlier=Earlier("earlier", ()))
+def test_a_warm_start_of_a_conditional_space_under_optuna_learns_from_the_keys_each_trial_had():
+    earlier = Earlier(
+        "earlier",
+        (
+            Evaluated({"optimizer": "sgd", "lr": 1e-2, "momentum": 0.9, "layers": 1}, (0.8,)),
+            Evaluated({"optimizer": "adam", "lr": 1e-3, "beta2": 0.99, "layers": 3, "width_3": 20}, (0.95,)),
+        ),
+    )
+    planned = plan(spec(SAMPLED, SAMPLED_CONDITIONS, search="optuna", num_samples=6), seed=0, earlier=earlier)
+    algorithm = planned.search_algorithm(0)
+    done = [t for t in algorithm._ot_study.trials if t.values]
+    assert [(t.params, t.value) for t in done] == [(e.config, e.scores[0]) for e in earlier.trials]
+    first = algorithm.suggest("t0")  # the earlier best runs first, with the space's active constants
+    assert {k: v for k, v in first.items() if k in earlier.trials[1].config} == earlier.trials[1].config
+    assert set(first) == expected_keys(first), first
+
+
+@pytest.mark.parametrize("search", ["random", "grid"])
+def test_a_warm_start_of_a_conditional_space_under_random_or_grid_is_one_line(search):
+    with pytest.raises(TunerError, match=f"--warm-start over a space with conditions takes --search optuna .*{search}"):
+        plan(spec(SAMPLED, SAMPLED_CONDITIONS, search=search), seed=0, earlier=Earlier("earlier", ()))
 
 
 def test_a_plain_space_plans_as_before():
@@ -251,7 +286,7 @@ def test_conditions_need_a_flat_space():
 
 
 def test_searchers_module_default_is_a_plain_space():
-    assert not searchers.PLAIN and searchers.trials("random", {"a": tune.choice([1, 2])}, 5) == 2
+    assert not space_counts.PLAIN and searcher("random").trials({"a": tune.choice([1, 2])}, 5) == 2
 
 
 def test_a_bool_parent_matches_its_own_values_only():

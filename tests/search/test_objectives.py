@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 from ray import tune
@@ -129,7 +130,8 @@ def test_schedulers_of_one_metric_say_they_stop_by_the_primary_objective():
 
 
 def test_optuna_keeps_its_objectives_and_learns_which_configs_break_a_constraint():
-    searcher = OptunaObjectives(TWO, [parse_constraint("latency_ms <= 0.25")], seed=1)
+    sampler = optuna.samplers.TPESampler(seed=1)
+    searcher = OptunaObjectives(TWO, [parse_constraint("latency_ms <= 0.25")], sampler=sampler)
     # Tune hands every searcher the primary objective; this one keeps both.
     searcher.set_search_properties("val_acc", "max", {"x": tune.uniform(0, 1)})
     assert searcher.metric == ["val_acc", "latency_ms"] and searcher.mode == ["max", "min"]

@@ -11,11 +11,11 @@ from tests.conftest import tuner_without
 from tuner.command import install_command
 from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
-from tuner.search import schedulers, searchers
+from tuner.search import SEARCHES, auto, schedulers, space_counts
+from tuner.search import search as searcher
 from tuner.search.plan import plan
 from tuner.settings import Tuning
 from tuner.settings.budgets import parse_duration, parse_stop
-from tuner.settings.experiment import SEARCHES
 from tuner.spec.space import ExperimentSpec
 
 SPACE = {
@@ -28,28 +28,28 @@ SPACE = {
 
 def test_grid_axes_become_choices_for_random_search():
     space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": 8}
-    converted = searchers.tuner_space("random", space)
+    converted = searcher("random").tuner_space(space)
     assert isinstance(converted["lr"], Categorical) and converted["lr"].categories == [0.1, 0.01]
     assert converted["hidden"] == 8
-    assert searchers.tuner_space("grid", space) == space
+    assert searcher("grid").tuner_space(space) == space
 
 
 @pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
 def test_model_based_searchers_sample_grid_axes_as_choices(search):
     space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": tune.grid_search([8, 16]), "batch_size": 32}
-    algorithm = searchers.search_algorithm(search, space, num_samples=6, seed=0)
-    converted = searchers.tuner_space(search, space)
+    algorithm = searcher(search).build(space, num_samples=6, seed=0)
+    converted = searcher(search).tuner_space(space)
     assert converted["lr"].categories == [0.1, 0.01] and converted["hidden"].categories == [8, 16]
     algorithm.set_search_properties("val_acc", "max", converted)
     configs = [algorithm.suggest(f"trial_{i}") for i in range(6)]
     assert all(c["lr"] in (0.1, 0.01) and c["hidden"] in (8, 16) for c in configs)
-    assert searchers.grid_notice(search, space, 6) == (
+    assert searcher(search).grid_notice(space, 6) == (
         f"{search} samples the grid axes (hidden, lr) as choices of the same values; num_samples = 6 now counts "
         "configs in all (--num-samples N for more)"
     )
-    assert searchers.grid_notice("grid", space, 6) is None
+    assert searcher("grid").grid_notice(space, 6) is None
     # `tuner extend --num-samples 6`: the user gave the number, so no advice to give it.
-    assert searchers.grid_notice(search, space, 6, extend=True) == (
+    assert searcher(search).grid_notice(space, 6, extend=True) == (
         f"{search} samples the grid axes (hidden, lr) as choices of the same values: 6 new configs"
     )
 
@@ -61,21 +61,19 @@ def test_model_based_searchers_refuse_a_grid_axis_they_cannot_sample(search):
         match=f"{search} cannot sample grid axis layers, whose values are not numbers "
         "or strings; use --search grid or random",
     ):
-        searchers.check(search, {"layers": tune.grid_search([[8], [8, 8]])})
+        searcher(search).check({"layers": tune.grid_search([[8], [8, 8]])})
 
 
 def test_unknown_names():
     with pytest.raises(TunerError, match="unknown search 'sobol'"):
-        searchers.check("sobol", SPACE)
+        searcher("sobol").check(SPACE)
     with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
-        schedulers.check("pb2", "grid", SPACE)
+        schedulers.check("pb2", searcher("grid"), SPACE)
 
 
 def test_the_optional_searchers_libraries_are_found_when_installed():
-    for search in SEARCHES:  # the test extra pulls in tuner[hyperopt,bohb]
-        searchers.check_installed(search)
-    searchers.check("hyperopt", SPACE)
-    searchers.check("bohb", SPACE)
+    for name in SEARCHES:  # the test extra pulls in tuner[hyperopt,bohb]
+        searcher(name).check(SPACE)
 
 
 def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anything_runs(tmp_path):
@@ -95,8 +93,8 @@ def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anythin
 
 
 def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
-    algorithm = searchers.search_algorithm(search, SPACE, num_samples=n, seed=seed)
-    algorithm.set_search_properties("val_acc", "max", searchers.tuner_space(search, SPACE))
+    algorithm = searcher(search).build(SPACE, num_samples=n, seed=seed)
+    algorithm.set_search_properties("val_acc", "max", searcher(search).tuner_space(SPACE))
     return [algorithm.suggest(f"trial_{i}") for i in range(n)]
 
 
@@ -110,8 +108,8 @@ def test_same_seed_same_configs(search):
 
 def _variants(search: str, seed: int) -> list[dict]:
     space = {**SPACE, "batch_size": tune.grid_search([16, 32])}
-    generator = searchers.search_algorithm(search, space, num_samples=3, seed=seed)
-    param_space = searchers.tuner_space(search, space)
+    generator = searcher(search).build(space, num_samples=3, seed=seed)
+    param_space = searcher(search).tuner_space(space)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": 3}})
     configs = []
     while (trial := generator.next_trial()) is not None:
@@ -137,25 +135,25 @@ def test_pbt_mutates_what_the_space_marks_mutable():
     assert set(schedulers.pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
     assert "ema_decay" not in schedulers.pbt_mutations(space)  # the default list knows only tuner's names
     with pytest.raises(TunerError, match="pbt has nothing to mutate: give one of ema_decay a search domain"):
-        schedulers.check("pbt", "grid", {"ema_decay": 0.99}, mutable=["ema_decay"])
+        schedulers.check("pbt", searcher("grid"), {"ema_decay": 0.99}, mutable=["ema_decay"])
 
 
 def test_pbt_without_anything_to_mutate():
     with pytest.raises(TunerError, match="pbt has nothing to mutate"):
-        schedulers.check("pbt", "grid", {"hidden": tune.choice([8, 16]), "lr": 0.1})
+        schedulers.check("pbt", searcher("grid"), {"hidden": tune.choice([8, 16]), "lr": 0.1})
 
 
 def test_bohb_brings_its_own_scheduler():
-    with pytest.raises(TunerError, match="bohb runs with its own HyperBand scheduler"):
-        schedulers.check("asha", "bohb", SPACE)
-    assert isinstance(schedulers.trial_scheduler("fifo", "bohb", SPACE, epochs=9), HyperBandForBOHB)
+    with pytest.raises(TunerError, match="bohb runs with its own scheduler"):
+        schedulers.check("asha", searcher("bohb"), SPACE)
+    assert isinstance(schedulers.trial_scheduler("fifo", searcher("bohb"), SPACE, epochs=9), HyperBandForBOHB)
 
 
 def test_scheduler_budgets_follow_the_epochs():
-    asha = schedulers.trial_scheduler("asha", "random", SPACE, epochs=27)
+    asha = schedulers.trial_scheduler("asha", searcher("random"), SPACE, epochs=27)
     assert (asha._max_t, asha._reduction_factor) == (27, 3)
-    assert schedulers.trial_scheduler("fifo", "grid", SPACE, epochs=5) is None
-    pbt = schedulers.trial_scheduler("pbt", "grid", SPACE, epochs=12)
+    assert schedulers.trial_scheduler("fifo", searcher("grid"), SPACE, epochs=5) is None
+    pbt = schedulers.trial_scheduler("pbt", searcher("grid"), SPACE, epochs=12)
     assert pbt._perturbation_interval == 3
 
 
@@ -184,15 +182,15 @@ def test_stop_conditions():
 @pytest.mark.parametrize("search", ["grid", "random", "optuna", "hyperopt", "bohb"])
 def test_every_searcher_carries_the_concurrency_limit(search):
     space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
-    algorithm = searchers.search_algorithm(search, space, num_samples=4, seed=0, max_concurrent=2)
+    algorithm = searcher(search).build(space, num_samples=4, seed=0, max_concurrent=2)
     assert algorithm.max_concurrent == 2
 
 
 def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:
     """The configs Ray's generator hands out for `search`, as Tune would ask for them."""
-    generator = searchers.search_algorithm(search, space, num_samples=num_samples, seed=seed)
-    param_space = searchers.tuner_space(search, space)
-    count = searchers.trials(search, space, num_samples)
+    generator = searcher(search).build(space, num_samples=num_samples, seed=seed)
+    param_space = searcher(search).tuner_space(space)
+    count = searcher(search).trials(space, num_samples)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": count}})
     configs = []
     while (trial := generator.next_trial()) is not None:
@@ -233,18 +231,18 @@ def test_random_search_draws_distinct_configs_and_caps_at_the_space():
     assert len({_key(config) for config in configs}) == 10
     assert _all_variants("random", FINITE, num_samples=10) == configs  # seeded
     assert len(_all_variants("random", FINITE, num_samples=100)) == 24
-    assert searchers.random_notice("random", FINITE, 100) == (
+    assert searcher("random").space_notice(FINITE, 100) == (
         "random: the space has 24 distinct configs, so 24 trials run (each config once), not num_samples = 100"
     )
-    assert searchers.random_notice("random", FINITE, 24) is None
+    assert searcher("random").space_notice(FINITE, 24) is None
 
 
 def test_random_search_samples_ranges_with_replacement_as_before():
     """A space with a range is drawn as Ray drew it before tuner drew finite spaces without replacement:
     every trial independently, so each of `hidden`'s 3 values comes up again and again in 50 trials, and
     the configs are exactly those of Ray's own generator with the same seed and no points handed to it."""
-    assert searchers.discrete_axes(SPACE) is None  # lr and dropout are ranges
-    assert searchers.trials("random", SPACE, 50) == 50
+    assert space_counts.discrete_axes(SPACE) is None  # lr and dropout are ranges
+    assert searcher("random").trials(SPACE, 50) == 50
     configs = _all_variants("random", SPACE, num_samples=50)
     assert len(configs) == 50
     hidden = [config["hidden"] for config in configs]
@@ -263,40 +261,38 @@ def test_a_huge_finite_space_is_sampled_without_enumerating_it():
 
 def test_auto_runs_a_small_finite_space_whole_under_asha_when_the_epochs_leave_it_rungs():
     nine = {"lr": tune.grid_search([1e-3, 1e-2, 1e-1]), "hidden": tune.grid_search([32, 64, 128])}
-    choice = searchers.choose(nine, num_samples=1, scheduler="fifo", epochs=9)
+    choice = auto.choose(nine, num_samples=1, scheduler="fifo", epochs=9)
     assert (choice.search, choice.scheduler, choice.num_samples) == ("random", "asha", 9)
     assert choice.reason == (
         "search auto: every one of the space's 9 configs once, in random order, asha stopping the weak ones "
         "early (a finite space of <= 16 configs)"
     )
     # Two epochs leave ASHA no second rung: every config runs to the end.
-    short = searchers.choose(nine, num_samples=1, scheduler="fifo", epochs=2)
+    short = auto.choose(nine, num_samples=1, scheduler="fifo", epochs=2)
     assert (short.search, short.scheduler) == ("random", "fifo")
     assert short.reason == (
         "search auto: every one of the space's 9 configs once, in random order (a finite space of <= 16 configs)"
     )
-    assert searchers.choose(nine, num_samples=1, scheduler="median", epochs=9).scheduler == "median"  # the space's
+    assert auto.choose(nine, num_samples=1, scheduler="median", epochs=9).scheduler == "median"  # the space's
     # num_samples above the threshold is a budget for the whole space too.
-    assert searchers.choose(FINITE, num_samples=24, scheduler="fifo", epochs=9).search == "random"
+    assert auto.choose(FINITE, num_samples=24, scheduler="fifo", epochs=9).search == "random"
 
 
 def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
-    large = searchers.choose(FINITE, num_samples=1, scheduler="fifo", epochs=9)
+    large = auto.choose(FINITE, num_samples=1, scheduler="fifo", epochs=9)
     assert (large.search, large.scheduler, large.num_samples) == ("optuna", "asha", 16)
     # FINITE has tune.choice axes, which grid would sample rather than cross: no hint to use grid.
     assert large.reason == "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16)"
-    all_grid = {key: tune.grid_search(values) for key, values in searchers.discrete_axes(FINITE).items()}
-    assert searchers.choose(all_grid, num_samples=1, scheduler="fifo", epochs=9).reason == (
+    all_grid = {key: tune.grid_search(values) for key, values in space_counts.discrete_axes(FINITE).items()}
+    assert auto.choose(all_grid, num_samples=1, scheduler="fifo", epochs=9).reason == (
         "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16; --search grid "
         "runs every one)"
     )
-    ranges = searchers.choose(SPACE, num_samples=40, scheduler="fifo", epochs=9)
+    ranges = auto.choose(SPACE, num_samples=40, scheduler="fifo", epochs=9)
     assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", 40)
     assert "the space samples from a range" in ranges.reason
-    assert (
-        searchers.choose(SPACE, num_samples=40, scheduler="median", epochs=9).scheduler == "median"
-    )  # the space's own
-    assert searchers.choose(SPACE, num_samples=8, scheduler="pbt", epochs=9).search == "random"
+    assert auto.choose(SPACE, num_samples=40, scheduler="median", epochs=9).scheduler == "median"  # the space's own
+    assert auto.choose(SPACE, num_samples=8, scheduler="pbt", epochs=9).search == "random"
 
 
 def test_the_plan_resolves_auto_once_and_carries_what_runs():
@@ -312,9 +308,9 @@ def test_the_plan_resolves_auto_once_and_carries_what_runs():
     )
     planned = plan(spec, seed=0)
     assert (planned.tuning.search, planned.tuning.scheduler) == ("optuna", "asha")
-    assert planned.budget.num_samples == planned.num_samples == searchers.AUTO_WHOLE_SPACE_MAX
+    assert planned.budget.num_samples == planned.num_samples == auto.AUTO_WHOLE_SPACE_MAX
     assert planned.budget.epochs == 9 and spec.budget.num_samples == 1  # the spec itself is left as written
     assert planned.notices[0].startswith("search auto: optuna (TPE) with asha")
     assert isinstance(planned.scheduler, AsyncHyperBandScheduler) and planned.scheduler.name == "asha"
-    with pytest.raises(TunerError, match="space planned: bohb runs with its own HyperBand scheduler"):
+    with pytest.raises(TunerError, match="space planned: bohb runs with its own scheduler"):
         plan(dataclasses.replace(spec, tuning=Tuning(search="bohb", scheduler="asha")), seed=0)

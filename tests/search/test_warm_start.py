@@ -7,7 +7,8 @@ import pytest
 from ray import tune
 
 from tuner.errors import TunerError
-from tuner.search import searchers, warm_start
+from tuner.search import search as searcher
+from tuner.search import space_counts, warm_start
 from tuner.search.plan import plan
 from tuner.search.warm_start import Earlier, Evaluated
 from tuner.spec.space import ExperimentSpec
@@ -32,7 +33,7 @@ def test_keys_not_in_the_space_and_values_outside_it_are_dropped_in_one_line():
         {"lr": 0.1, "hidden": 128, "layers": 4, "opt": "rmsprop", "momentum": 0.5, "batch_size": 32},
         {"lr": 5e-3, "hidden": 32.0, "layers": 1, "opt": "sgd", "batch_size": 64},
     )
-    warm = warm_start.fit(earlier, searchers.grid_as_choice(SPACE))
+    warm = warm_start.fit(earlier, space_counts.grid_as_choice(SPACE))
     assert [trial.config for trial in warm.trials] == [
         {"lr": 1e-3, "hidden": 64, "layers": 2, "opt": "adam"},  # numpy and float cells as the domain has them
         {"lr": 5e-3, "hidden": 32, "layers": 1, "opt": "sgd"},
@@ -47,7 +48,7 @@ def test_keys_not_in_the_space_and_values_outside_it_are_dropped_in_one_line():
 
 def test_a_key_the_earlier_trials_lack_is_said_and_missing_values_are_skipped():
     earlier = _earlier({"lr": 1e-3, "hidden": 64, "layers": float("nan")})
-    warm = warm_start.fit(earlier, searchers.grid_as_choice(SPACE))
+    warm = warm_start.fit(earlier, space_counts.grid_as_choice(SPACE))
     assert warm.trials[0].config == {"lr": 1e-3, "hidden": 64}
     assert warm.notice.endswith("new keys without earlier values: layers, opt")
 
@@ -68,11 +69,11 @@ def test_an_experiment_of_another_space_is_one_line():
 )
 def test_searchers_that_cannot_use_earlier_results_are_refused(search, finite, message):
     with pytest.raises(TunerError, match=message):
-        warm_start.check(search, SPACE, finite=finite)
+        searcher(search).check_warm_start(finite=finite)
 
 
 def test_extend_draws_new_configs_over_a_range_with_random():
-    warm_start.check("random", SPACE, finite=False, extend=True)  # no error
+    searcher("random").check_warm_start(finite=False, extend=True)  # no error
 
 
 def test_optunas_study_holds_the_earlier_trials_before_the_first_suggestion():
@@ -80,14 +81,14 @@ def test_optunas_study_holds_the_earlier_trials_before_the_first_suggestion():
     trials (one lacking a key) as complete trials, and its next suggestion is inside the space."""
     import optuna
 
-    space = searchers.grid_as_choice(SPACE)
+    space = space_counts.grid_as_choice(SPACE)
     earlier = _earlier(
         {"lr": 1e-3, "hidden": 64, "layers": 2, "opt": "adam"},
         {"lr": 2e-3, "hidden": 32, "opt": "sgd"},
         scores=[0.9, 0.7],
     )
     warm = warm_start.fit(earlier, space)
-    algorithm = searchers.search_algorithm("optuna", SPACE, 4, seed=0, warm=warm, objectives=[("val_acc", "max")])
+    algorithm = searcher("optuna").build(SPACE, 4, seed=0, warm=warm, objectives=[("val_acc", "max")])
     algorithm.set_search_properties("val_acc", "max", space)
     study = algorithm._ot_study
     done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])
@@ -153,4 +154,4 @@ def test_a_warm_started_optuna_runs_the_earlier_best_config_first_and_extend_doe
 
 def test_extending_an_experiment_whose_searcher_takes_no_results_is_one_line():
     with pytest.raises(TunerError, match=r"extend needs an experiment searched by optuna, random or grid .*HyperOpt"):
-        warm_start.check("hyperopt", SPACE, finite=False, extend=True)
+        searcher("hyperopt").check_warm_start(finite=False, extend=True)

@@ -31,6 +31,7 @@ PICKLED_BY_PATH = {
     "tuner.search.pareto_asha": ("ParetoASHA",),
     "tuner.search.optuna_objectives": ("OptunaObjectives",),
     "tuner.settings.objectives": ("Constraint",),  # inside OptunaObjectives
+    "tuner.search.optuna_nsga2": ("PicklableNSGAII",),  # inside OptunaSearch, as its sampler
     # A conditional space's searchers (tuner/search/conditional.py: ConfigList and DefineByRun, and
     # one class in each of the other two), and the conditions they carry.
     "tuner.search.conditional": ("ConfigList", "DefineByRun"),

@@ -119,6 +119,12 @@ def _analysis(experiment_path: str) -> list[Any]:
 _last_read: dict[tuple[str, str, int | None, int | None], list[Any]] = {}
 
 
+def forget_reads() -> None:
+    """Let go of the trials read last (the checks of `tuner resume` and `extend`, a warm start's earlier
+    experiment): a run about to start reads them again through Ray, and would hold both copies to its end."""
+    _last_read.clear()
+
+
 def _reason(error: BaseException) -> str:
     """An exception as a short clause: `KeyError: 'trial_data'`."""
     text = str(error).splitlines()[0] if str(error) else ""
@@ -500,7 +506,9 @@ def _saved_tables(experiment_path: str, meta: ExperimentMeta) -> tuple[pd.DataFr
     if not all(name in directories for name in names):
         return None  # directories missing: the whole read says which
     # Named where they are now: an experiment moved or copied since keeps its fast read.
-    trials["trial_dir"] = [f"{path.rstrip('/')}/{str(trial_dir).rstrip('/').rpartition('/')[2]}" for trial_dir in trials["trial_dir"]]
+    trials["trial_dir"] = [
+        f"{path.rstrip('/')}/{str(trial_dir).rstrip('/').rpartition('/')[2]}" for trial_dir in trials["trial_dir"]
+    ]
     trials.attrs[DAMAGE] = ""
     return trials, history
 

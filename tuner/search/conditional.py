@@ -14,7 +14,8 @@ bohb      ConfigSpace conditions (EqualsCondition / InCondition, several parents
 
 Grid and random decide their configs up front and hand them out through `ConfigList`; the Tuner then
 gets an empty param_space, since every searcher here carries its own space (and the constants in it).
-Ray pickles these searchers into the experiment's saved state by their path (tuner/ray_compat); the
+Each searcher's class builds its form from these (`build_conditional`, tuner/search/base.py). Ray
+pickles these searchers into the experiment's saved state by their path (tuner/ray_compat); the
 HyperOpt and BOHB ones are modules of their own, imported only when their optional extra runs.
 """
 
@@ -265,41 +266,3 @@ def bohb_space(space: dict[str, Any], conditions: Conditions) -> Any:
         if parts:
             configuration_space.add(parts[0] if len(parts) == 1 else ConfigSpace.AndConjunction(*parts))
     return configuration_space
-
-
-def search_algorithm(
-    search: str,
-    space: dict[str, Any],
-    conditions: Conditions,
-    num_samples: int,
-    seed: int,
-    metric: str,
-    mode: str,
-) -> Searcher:
-    """The searcher over a conditional space, its own space set (the Tuner's param_space is empty)."""
-    if search == "grid":
-        return ConfigList(grid_configs(space, conditions, num_samples, seed))
-    if search == "random":
-        return ConfigList(random_configs(space, conditions, num_samples, seed))
-    if search == "optuna":
-        import optuna
-        from ray.tune.search.optuna import OptunaSearch
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # its "new study created" line is noise here
-
-        return OptunaSearch(space=DefineByRun(space, conditions), metric=metric, mode=mode, seed=seed)
-    if search == "hyperopt":
-        from tuner.search.hyperopt_branches import BranchedHyperOpt
-
-        return BranchedHyperOpt(
-            space=hyperopt_space(space, conditions),
-            metric=metric,
-            mode=mode,
-            random_state_seed=seed,
-            n_initial_points=max(2, min(20, num_samples // 3)),
-        )
-    if search == "bohb":
-        from tuner.search.bohb_conditions import ConditionalBOHB
-
-        return ConditionalBOHB(space, conditions, metric=metric, mode=mode, seed=seed)
-    raise ValueError(f"no conditional form of search {search!r}")

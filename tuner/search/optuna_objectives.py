@@ -1,6 +1,6 @@
-"""`--search optuna` with several objectives or with constraints: Ray's OptunaSearch over Optuna's
-TPESampler, multi-objective (MOTPE) where there are several, steering clear of configs that break a
-constraint.
+"""`--search optuna` (and Optuna's other samplers) with several objectives or with constraints: Ray's
+OptunaSearch over the sampler, multi-objective where there are several, steering clear of configs that
+break a constraint.
 
 Ray's OptunaSearch takes the metric Tune hands it (tuner gives Tune the primary objective, for the
 scheduler and the checkpoints) in place of its own list, so this class keeps its own; and it does not
@@ -25,15 +25,17 @@ class OptunaObjectives(OptunaSearch):
         self,
         objectives: Sequence[tuple[str, str]],
         constraints: Sequence[Constraint] = (),
-        seed: int | None = None,
+        sampler: Any = None,  # an Optuna sampler, seeded (tuner/search/optuna_tpe.py and its subclasses)
         storage: Any = None,  # a warm start's study (tuner/search/warm_start.py)
+        space: Any = None,  # a conditional space's define-by-run function (tuner/search/conditional.py)
     ) -> None:
         metrics, modes = [metric for metric, _ in objectives], [mode for _, mode in objectives]
         super().__init__(
             metric=metrics if len(metrics) > 1 else metrics[0],
             mode=modes if len(modes) > 1 else modes[0],
-            seed=seed,
+            sampler=sampler,
             storage=storage,
+            space=space,
         )
         self._constraints = tuple(constraints)
 

@@ -4,15 +4,20 @@ searcher, the scheduler, the number of trials and the notices to print. The driv
 Tune as it is."""
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
-from tuner.search import conditional, schedulers, searchers, warm_start
+from tuner.search import auto, schedulers, search, warm_start
+from tuner.search.base import Search
+from tuner.search.space_counts import discrete_axes, distinct_configs, grid_points, limited
 from tuner.settings import Budget, Objective, Tuning
 from tuner.settings.experiment import MAX_TRIALS, TRIALS_WHY
+from tuner.settings.kinds import AUTO
 from tuner.spec.conditions import Conditions
 from tuner.spec.space import ExperimentSpec
 
@@ -33,22 +38,25 @@ class SearchPlan:
     # empty) and needs the objective, which Tune would otherwise hand it with the param_space.
     conditions: Conditions = Conditions()
 
+    @property
+    def searcher(self) -> Search:
+        return search(self.tuning.search)
+
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
         (known once Ray says how many fit)."""
         if self.conditions:
-            searcher = conditional.search_algorithm(
-                self.tuning.search,
+            built = self.searcher.build_conditional(
                 self.space,
                 self.conditions,
                 self.budget.num_samples,
                 self.seed,
-                self.objective.metric,
-                self.objective.mode,
+                self.objective.objectives,
+                self.objective.constraint_list,
+                self.warm,
             )
-            return searchers.limited(searcher, max_concurrent)
-        return searchers.search_algorithm(
-            self.tuning.search,
+            return limited(built, max_concurrent)
+        return self.searcher.build(
             self.space,
             self.num_samples,
             self.seed,
@@ -62,7 +70,7 @@ class SearchPlan:
     def total_trials(self) -> int:
         """Trials in all, as Tune counts them: num_samples of each grid point (the grid axes of the space
         the Tuner gets; a model-based searcher has none there)."""
-        return self.num_samples * searchers.grid_points(self.param_space)
+        return self.num_samples * grid_points(self.param_space)
 
 
 def plan(
@@ -71,93 +79,96 @@ def plan(
     """`earlier`: trials the search starts from (`--warm-start`, or the experiment itself for `extend`,
     where num_samples counts the trials to add)."""
     tuning, num_samples, notices = spec.tuning, spec.budget.num_samples, []
-    conditions = spec.conditional
-    if tuning.search == "auto":
-        choice = searchers.choose(
-            spec.param_space,
-            num_samples,
-            tuning.scheduler,
-            spec.budget.epochs,
-            len(spec.objective.objectives),
-            conditions,
+    conditions, objective = spec.conditional, spec.objective
+    if tuning.search == AUTO:
+        choice = auto.choose(
+            spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(objective.objectives), conditions
         )
         tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
         num_samples = choice.num_samples
         notices.append(choice.reason)
-    try:
-        searchers.check(tuning.search, spec.param_space, len(spec.objective.objectives), conditions)
-        if conditions and tuning.scheduler == "pbt":
-            raise TunerError(
-                "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
-                "--scheduler asha, or drop the conditions"
-            )
-        schedulers.check(tuning.scheduler, tuning.search, spec.param_space, tuning.pbt_mutable)
-        # Not built yet: the conditional searchers (tuner/search/conditional.py) take one metric, and a warm
-        # start's trials would need fitting to the active keys of each branch.
-        if conditions and (spec.objective.several or spec.objective.constraints):
-            raise TunerError(
-                "conditions work with one objective and no constraints so far; drop the conditions, or keep "
-                "one metric and no constraints"
-            )
-        if conditions and earlier is not None:
-            raise TunerError(
-                f"{'tuner extend' if extend else '--warm-start'} does not take a space with conditions yet; "
-                "run the conditional space from scratch"
-            )
-    except TunerError as error:
-        raise TunerError(f"space {spec.name}: {error}") from None
-    warm, already_run = None, 0
-    if earlier is not None:
-        axes = searchers.discrete_axes(spec.param_space)
-        try:
-            warm_start.check(tuning.search, spec.param_space, finite=axes is not None, extend=extend)
-        except TunerError as error:
-            raise TunerError(f"space {spec.name}: {error}") from None
-        warm = warm_start.fit(earlier, searchers.tuner_space(tuning.search, spec.param_space))
-        if tuning.search == "optuna" and not extend:
-            warm = dataclasses.replace(warm, best_first=True, notice=f"{warm.notice}; its best config runs first")
-        if tuning.search == "random" and axes is not None:
-            already_run = len(warm_start.skipped(axes, warm))
-            if already_run >= searchers.distinct_configs(axes):
-                raise TunerError(
-                    f"every one of the space's {already_run} configs has run in {earlier.source}; "
-                    "nothing is left to draw (widen the space, or use --search optuna over ranges)"
-                )
-    notices += [
-        notice
-        for notice in (
-            searchers.grid_notice(tuning.search, spec.param_space, num_samples, extend),
-            searchers.random_notice(tuning.search, spec.param_space, num_samples, already_run, conditions),
-            warm.notice if warm is not None else None,
-            searchers.constraints_notice(tuning.search, spec.objective.constraint_list),
-            schedulers.stopping_notice(tuning.scheduler, spec.objective.objectives),
-        )
-        if notice
-    ]
-    trials = searchers.trials(tuning.search, spec.param_space, num_samples, already_run, conditions)
-    param_space = {} if conditions else searchers.tuner_space(tuning.search, spec.param_space)
-    if (points := searchers.grid_points(param_space)) * trials > MAX_TRIALS:
+    with _in_space(spec):
+        searcher = search(tuning.search)
+        _check(spec, searcher, tuning, conditions)
+        warm, already_run = _warm_start(spec, searcher, earlier, extend) if earlier is not None else (None, 0)
+    notices += _notices(spec, searcher, tuning.scheduler, num_samples, already_run, warm, extend)
+    trials = searcher.trials(spec.param_space, num_samples, already_run, conditions)
+    param_space = {} if conditions else searcher.tuner_space(spec.param_space)
+    if (points := grid_points(param_space)) * trials > MAX_TRIALS:
         raise TunerError(
             f"space {spec.name}: {points * trials} trials in all ({points} grid points x {trials} samples), "
             f"more than {MAX_TRIALS}: {TRIALS_WHY}; search fewer grid values, or --search random over them"
         )
-    return SearchPlan(
-        tuning=tuning,
-        budget=dataclasses.replace(spec.budget, num_samples=num_samples),
-        num_samples=trials,
-        param_space=param_space,
-        scheduler=schedulers.trial_scheduler(
-            tuning.scheduler,
-            tuning.search,
-            spec.param_space,
-            spec.budget.epochs,
-            tuning.pbt_mutable,
-            spec.objective.objectives,
-        ),
-        notices=tuple(notices),
-        seed=seed,
-        space=spec.param_space,
-        warm=warm,
-        objective=spec.objective,
-        conditions=conditions,
+    scheduler = schedulers.trial_scheduler(
+        tuning.scheduler, searcher, spec.param_space, spec.budget.epochs, tuning.pbt_mutable, objective.objectives
     )
+    budget = dataclasses.replace(spec.budget, num_samples=num_samples)
+    return SearchPlan(
+        tuning, budget, trials, param_space, scheduler, tuple(notices), seed, spec.param_space, objective, warm,
+        conditions,
+    )  # fmt: skip
+
+
+def _notices(
+    spec: ExperimentSpec,
+    searcher: Search,
+    scheduler: str,
+    num_samples: int,
+    already_run: int,
+    warm: warm_start.WarmStart | None,
+    extend: bool,
+) -> list[str]:
+    """The searcher's and the scheduler's one-line notices about this space, in the order they are printed."""
+    objective = spec.objective
+    said = (
+        searcher.grid_notice(spec.param_space, num_samples, extend),
+        searcher.space_notice(spec.param_space, num_samples, already_run, spec.conditional),
+        warm.notice if warm is not None else None,
+        searcher.constraints_notice(objective.constraint_list),
+        schedulers.stopping_notice(scheduler, objective.objectives),
+    )
+    return [notice for notice in said if notice]
+
+
+@contextmanager
+def _in_space(spec: ExperimentSpec) -> Iterator[None]:
+    """A refusal names the space it is about."""
+    try:
+        yield
+    except TunerError as error:
+        raise TunerError(f"space {spec.name}: {error}") from None
+
+
+def _check(spec: ExperimentSpec, searcher: Search, tuning: Tuning, conditions: Conditions) -> None:
+    """Each refusal from the searcher's flags and the scheduler's, before Ray starts."""
+    searcher.check(spec.param_space, len(spec.objective.objectives), conditions)
+    if conditions and tuning.scheduler == "pbt":
+        raise TunerError(
+            "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
+            "--scheduler asha, or drop the conditions"
+        )
+    schedulers.check(tuning.scheduler, searcher, spec.param_space, tuning.pbt_mutable)
+
+
+def _warm_start(
+    spec: ExperimentSpec, searcher: Search, earlier: warm_start.Earlier, extend: bool
+) -> tuple[warm_start.WarmStart, int]:
+    """The earlier trials fitted to the space, and how many of its configs they already ran."""
+    if spec.conditional and not searcher.conditional_warm_start:
+        # grid and random hand out configs decided up front, which do not yet skip the earlier ones.
+        raise TunerError(
+            f"{'tuner extend' if extend else '--warm-start'} over a space with conditions takes --search optuna "
+            f"(TPE), which learns from the earlier trials' active keys; {searcher.name} does not"
+        )
+    axes = discrete_axes(spec.param_space)
+    searcher.check_warm_start(finite=axes is not None, extend=extend)
+    warm = warm_start.fit(earlier, searcher.tuner_space(spec.param_space))
+    if searcher.warm_best_first and not extend:
+        warm = dataclasses.replace(warm, best_first=True, notice=f"{warm.notice}; its best config runs first")
+    already_run = searcher.already_run(spec.param_space, warm)
+    if axes is not None and already_run and already_run >= distinct_configs(axes):
+        raise TunerError(
+            f"every one of the space's {already_run} configs has run in {earlier.source}; "
+            "nothing is left to draw (widen the space, or use --search optuna over ranges)"
+        )
+    return warm, already_run

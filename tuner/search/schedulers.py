@@ -5,7 +5,8 @@ fifo       run every trial to the end (Ray's default).
 asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3; with several
            objectives the same rungs ranked by Pareto front (tuner/search/pareto_asha.py).
 hyperband  asynchronous HyperBand (Li et al., the ASHA paper): ASHAScheduler with the same budget and
-           one bracket per HyperBand bracket, floor(log3(epochs)) + 1; HyperBandForBOHB under --search bohb.
+           one bracket per HyperBand bracket, floor(log3(epochs)) + 1; HyperBandForBOHB under --search bohb
+           (a searcher's `own_scheduler`, tuner/search/bohb.py).
 median     MedianStoppingRule: stop a trial below the median of the others at the same epoch.
 pbt        PopulationBasedTraining (synchronous): every epochs/4 epochs, the last excepted, the bottom
            quarter copies a top trial's checkpoint and perturbs the hyperparameters a space marks
@@ -16,15 +17,18 @@ PBT, to let trials end after the last epoch.
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search.sample import Domain
 
 from tuner.errors import TunerError
-from tuner.search.decisions import RecordingASHA, RecordingBOHB, RecordingMedian, RecordingPBT
+from tuner.search.decisions import RecordingASHA, RecordingMedian, RecordingPBT
 from tuner.settings.experiment import SCHEDULERS
 from tuner.spec.param_space import is_grid
+
+if TYPE_CHECKING:
+    from tuner.search.base import Search
 
 TIME_ATTR = "training_iteration"
 REDUCTION_FACTOR = 3
@@ -49,9 +53,6 @@ ASHA_MIN_EPOCHS = REDUCTION_FACTOR
 # Hyperparameters a checkpoint survives a change of: architecture keys (hidden, channels) change the
 # weights' shapes and `optimizer` the optimiser state, so PBT cannot mutate those mid-training.
 MUTABLE = ("lr", "weight_decay", "momentum", "batch_size", "dropout")
-# The searchers Ray wraps as a SearchGenerator, which PopulationBasedTraining refuses (bohb has a
-# scheduler of its own, refused with any other).
-SEARCHERS_PBT_REFUSES = ("optuna", "hyperopt")
 
 
 def hyperband_brackets(epochs: int) -> int:
@@ -75,17 +76,20 @@ def pbt_mutations(param_space: dict[str, Any], mutable: Sequence[str] | None = N
     return mutations
 
 
-def check(scheduler: str, search: str, param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> None:
+def check(scheduler: str, search: "Search", param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> None:
     if scheduler not in SCHEDULERS:
         raise TunerError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
-    if search == "bohb" and scheduler not in ("fifo", "hyperband"):
-        raise TunerError(f"bohb runs with its own HyperBand scheduler; drop --scheduler {scheduler} or use hyperband")
+    if search.schedulers is not None and scheduler not in search.schedulers:
+        raise TunerError(
+            f"{search.name} runs with its own scheduler, under --scheduler {' or '.join(search.schedulers)} only; "
+            f"drop --scheduler {scheduler} or use {search.schedulers[-1]}"
+        )
     if scheduler == "pbt":
-        if search in SEARCHERS_PBT_REFUSES:  # Ray's PBT.on_trial_add raises ValueError at the first trial
+        if not search.under_pbt:  # Ray's PBT.on_trial_add raises ValueError at the first trial
             raise TunerError(
                 f"pbt evolves a population that Ray's own generator draws, and Ray refuses it with a search "
-                f"algorithm such as {search}; use --search random (or grid) with pbt, or --scheduler asha "
-                f"with {search}"
+                f"algorithm such as {search.name}; use --search random (or grid) with pbt, or --scheduler asha "
+                f"with {search.name}"
             )
         if not pbt_mutations(param_space, mutable):
             names = ", ".join(MUTABLE if mutable is None else mutable)
@@ -114,15 +118,15 @@ def stopping_notice(scheduler: str, objectives: Sequence[tuple[str, str]]) -> st
 
 def trial_scheduler(
     scheduler: str,
-    search: str,
+    search: "Search",
     param_space: dict[str, Any],
     epochs: int,
     mutable: Sequence[str] | None = None,
     objectives: Sequence[tuple[str, str]] = (),
 ) -> TrialScheduler | None:
     """The scheduler for TuneConfig(scheduler=...); the combination is checked before, by `check`."""
-    if search == "bohb":
-        return RecordingBOHB(time_attr=TIME_ATTR, max_t=epochs, reduction_factor=REDUCTION_FACTOR)
+    if (own := search.own_scheduler(epochs)) is not None:
+        return own
     if scheduler == "asha" and len(objectives) > 1:
         from tuner.search.pareto_asha import ParetoASHA
 

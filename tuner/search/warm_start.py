@@ -5,17 +5,19 @@ The earlier trials come in as plain (config, best score) pairs read by the resul
 fitted to the new space and handed to the searcher:
 
 optuna    every earlier trial becomes a COMPLETE trial of the study (optuna's `create_trial`) before
-          the first suggestion, so TPE models them at once; under `--warm-start` (not `extend`, which
-          never runs a config again) the earlier best config is enqueued to run first, as optuna's own
-          advice for known good parameters (`enqueue_trial`): on a changed space it checks that the best
-          still holds, with the new keys sampled. Ray's own `evaluated_rewards` cannot take a
+          the first suggestion, so TPE models them at once (gp, cmaes and nsga2, Optuna's other samplers,
+          the same); under `--warm-start` (not `extend`, which never runs a config again) the earlier
+          best config is enqueued to run first, as optuna's own advice for known good parameters
+          (`enqueue_trial`): on a changed space it checks that the best still holds, with the new keys
+          sampled. Ray's own `evaluated_rewards` cannot take a
           trial that lacks one of the space's keys (optuna wants every distribution of the space), so
           the study is built here, in an in-memory storage that `OptunaSearch(storage=...)` loads.
 random    over a finite space (grid axes and choices only): the configs already run are skipped, the
           rest drawn without replacement. Over a space with ranges there is nothing to skip, so
           `--warm-start` refuses it (`extend` still draws new configs, with another seed).
-others    refused in one line: Ray's HyperOptSearch and TuneBOHB take earlier configs only to run them
-          again (`points_to_evaluate`, no rewards), and grid runs every combination whatever came before.
+others    refused in one line (`Search.check_warm_start`): Ray's HyperOptSearch and TuneBOHB take earlier
+          configs only to run them again (`points_to_evaluate`, no rewards), and grid runs every
+          combination whatever came before.
 
 Keys of the earlier trials that no longer fit the space (not in it, or a value outside its new domain)
 are dropped from those trials, said in one line; a trial left with no searched key is dropped whole.
@@ -30,7 +32,6 @@ from typing import Any, Literal
 from tuner.errors import TunerError
 from tuner.spec.param_space import flatten, is_constant, is_grid
 
-WARM_SEARCHES = ("optuna", "random")
 STUDY_NAME = "optuna"  # OptunaSearch's own name for a study in the storage it is given
 
 
@@ -129,31 +130,6 @@ def searched(param_space: dict[str, Any]) -> dict[str, Any]:
     return {key: domain for key, domain in flatten(param_space).items() if not is_constant(domain)}
 
 
-def check(search: str, param_space: dict[str, Any], finite: bool, extend: bool = False) -> None:
-    """One line when this search cannot be warm-started."""
-    what = "extend" if extend else "--warm-start"
-    if search == "random" and not finite and not extend:
-        raise TunerError(
-            "--warm-start with --search random only skips configs already run, and this space samples "
-            "from a range, where no config repeats; use --search optuna, which learns from the earlier trials"
-        )
-    if search not in WARM_SEARCHES:
-        why = {
-            "grid": "grid runs every combination whatever ran before",
-            "hyperopt": "Ray's HyperOptSearch takes earlier configs only to run them again, not their results",
-            "bohb": "Ray's TuneBOHB takes earlier configs only to run them again, not their results",
-        }.get(search, f"{search} takes no earlier results")
-        if extend:
-            raise TunerError(
-                f"extend needs an experiment searched by optuna, random or grid (whose searchers take the trials "
-                f"so far): {why}; start a new one with `tuner run --search optuna --warm-start <this experiment>`"
-            )
-        raise TunerError(
-            f"{what} needs --search optuna (it learns from the earlier trials) or random over a finite space "
-            f"(it skips configs already run): {why}"
-        )
-
-
 def fit(earlier: Earlier, param_space: dict[str, Any]) -> WarmStart:
     """The earlier trials fitted to `param_space` (as the searcher gets it: grid axes as choices where it
     samples), and the one line saying what was dropped. A fixed key of the space (a constant, a --set) is
@@ -244,7 +220,7 @@ def best_trial(warm: WarmStart, mode: str) -> Evaluated | None:
 
 def skipped(axes: dict[str, list[Any]], warm: WarmStart | None) -> set[int]:
     """The earlier configs of a finite space as indices into its mixed-radix numbering (the order
-    `searchers._without_replacement` counts in); configs lacking an axis are no config of this space."""
+    `space_counts.without_replacement` counts in); configs lacking an axis are no config of this space."""
     if warm is None:
         return set()
     indices = set()

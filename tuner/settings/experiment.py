@@ -16,7 +16,7 @@ from tuner.settings.declaration import check, required, setting
 from tuner.settings.kinds import AUTO, Names, Number, NumberOrAuto, OneOf, Parsed, Whole
 from tuner.settings.objectives import Constraint, Constraints, Metrics, Modes, Pairs, pairs, parse_constraint
 
-SEARCHES = ("grid", "random", "optuna", "hyperopt", "bohb", "auto")
+SEARCHES = ("grid", "random", "optuna", "gp", "cmaes", "nsga2", "hyperopt", "bohb", "auto")
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
 STRATEGIES = ("ddp", "dp", "fsdp", "pipeline")  # how a trial spreads over its workers or GPUs
 PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")  # the arithmetic a GPU trial trains in

@@ -1,0 +1,72 @@
+"""`--search grid`: Ray's BasicVariantGenerator, grid axes crossed, `num_samples` random draws of the rest
+per grid point. Over a conditional space, every active combination of the grid axes (a grid axis whose
+condition holds), handed out by tuner (tuner/search/conditional.py)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from ray import tune
+
+from tuner.errors import TunerError
+from tuner.search import conditional
+from tuner.search.base import Search
+from tuner.search.space_counts import PLAIN
+from tuner.search.warm_start import WarmStart
+from tuner.settings.objectives import Constraint
+from tuner.spec.conditions import Conditions
+from tuner.spec.param_space import is_constant, is_grid
+
+
+class Grid(Search):
+    name = "grid"
+    samples = False
+    several_objectives = True  # it proposes nothing, so any number of objectives is as good
+    warm_start_refused = "grid runs every combination whatever ran before"
+    under_pbt = True
+    extends_as = "random"  # `tuner extend` of a grid that ran whole: random draws of the same space
+
+    def check(self, param_space: dict[str, Any], objectives: int = 1, conditions: Conditions = PLAIN) -> None:
+        super().check(param_space, objectives, conditions)
+        for item in conditions.items:
+            if is_grid(param_space[item.key]) and not is_grid(param_space[item.parent]):
+                if not is_constant(param_space[item.parent]):
+                    raise TunerError(
+                        f"grid crosses grid axes, and grid axis {item.key} depends on {item.parent}, which "
+                        f"is sampled; make {item.parent} a tune.grid_search too, or {item.key} a tune.choice"
+                    )
+
+    def tuner_space(self, param_space: dict[str, Any]) -> dict[str, Any]:
+        return param_space
+
+    def trials(
+        self, param_space: dict[str, Any], num_samples: int, already_run: int = 0, conditions: Conditions = PLAIN
+    ) -> int:
+        """num_samples of each active grid point under conditions (the Tuner's param_space has no grid
+        axes then)."""
+        if conditions:
+            return num_samples * len(conditional.grid_points(param_space, conditions))
+        return num_samples
+
+    def build(
+        self,
+        param_space: dict[str, Any],
+        num_samples: int,
+        seed: int,
+        max_concurrent: int = 0,
+        warm: WarmStart | None = None,
+        objectives: Sequence[tuple[str, str]] = (),
+        constraints: Sequence[Constraint] = (),
+    ) -> Any:
+        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
+
+    def build_conditional(
+        self,
+        space: dict[str, Any],
+        conditions: Conditions,
+        num_samples: int,
+        seed: int,
+        objectives: Sequence[tuple[str, str]],
+        constraints: Sequence[Constraint] = (),
+        warm: WarmStart | None = None,
+    ) -> Any:
+        return conditional.ConfigList(conditional.grid_configs(space, conditions, num_samples, seed))
