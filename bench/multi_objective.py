@@ -6,8 +6,9 @@ Pareto front, at the same trial budget over many seeds.
 optuna is tuner's own searcher for `--search optuna` with two objectives (tuner.search.search("optuna").
 build: OptunaObjectives, multi-objective TPE), and nsga2 the same over Optuna's NSGA-II, driven through
 Ray Tune's Searcher API (suggest / on_trial_complete) without starting Ray: `--concurrent` configs are
-proposed before any of them reports, as tuner runs that many trials at once. Random draws x uniformly from [0, 1]^n, which is
-what `--search random` does over uniform domains. ZDT1 has no epochs, so no scheduler is involved.
+proposed before any of them reports, as tuner runs that many trials at once. Random draws x uniformly
+from [0, 1]^n, which is what `--search random` does over uniform domains. ZDT1 has no epochs,
+so no scheduler is involved.
 
 Prints per searcher the median and the 25-75 % range over seeds of: the hypervolume of the found
 front as a share of the true front's (reference point (1.1, 11), beyond every point of [0, 1]^6, whose
