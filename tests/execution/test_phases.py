@@ -14,7 +14,9 @@ def test_each_phase_is_one_line_with_its_seconds_and_when_it_ended(caplog: pytes
         phases.mark("ray start")
         phases.mark("trials")
     lines = [record.getMessage() for record in caplog.records]
-    assert [line.split()[1:3] for line in lines] == [["ray", "start"], ["trials", "0.00"]]
+    assert [line.split()[1:3] for line in lines][0] == ["ray", "start"]
+    # The second phase took as long as one call to the next: well under a second, even on a loaded machine.
+    assert lines[1].split()[1] == "trials" and float(lines[1].split()[2]) < 1.0, lines
     assert all(re.fullmatch(r"phase: .+ \d+\.\d\d s \(at \d+\.\d\d s\)", line) for line in lines), lines
 
 

@@ -169,3 +169,16 @@ def test_cmaes_says_which_keys_it_draws_at_random():
         "cmaes models numeric keys only; it draws hidden at random in every trial"
     )
     assert searcher("cmaes").space_notice({"lr": SPACE["lr"]}, 12) is None
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_a_grid_axis_of_lists_is_refused_by_exactly_the_model_based_searchers(name):
+    space = {"layers": tune.grid_search([[8], [8, 8]]), "lr": SPACE["lr"]}
+    search = searcher(name)
+    if search.model_based:
+        with pytest.raises(TunerError, match=f"^{name} cannot sample grid axis layers"):
+            search.check(space)
+        assert search.grid_notice({"lr": tune.grid_search([0.1, 0.01])}, 4).startswith(f"{name} samples the grid")
+    else:  # grid crosses it, random draws it as a choice: lists are values like any other
+        search.check(space)
+        assert search.grid_notice(space, 4) is None

@@ -29,9 +29,9 @@ class Search:
     """One `--search` name. The flags' defaults are those of a model-based searcher of one objective."""
 
     name: ClassVar[str]
-    # Samples the space (grid axes become choices of the same values, said in one line), rather than
-    # enumerating a grid.
-    samples: ClassVar[bool] = True
+    # Proposes from a model of the trials so far: it samples grid axes as choices of the same values
+    # (said in one line), and only numbers and strings can be such values.
+    model_based: ClassVar[bool] = True
     several_objectives: ClassVar[bool] = False  # proposes by several objectives at once
     steers_by_constraints: ClassVar[bool] = False  # keeps away from configs that broke a constraint
     # Why it cannot take a space with conditions (None: it can), said after the search's name.
@@ -67,7 +67,7 @@ class Search:
             )
         if self.extra:
             extras.require(self.extra, f"--search {self.name}")
-        if self.samples:
+        if self.model_based:
             for key in grid_axes(param_space):
                 if not all(is_constant(value) for value in param_space[key]["grid_search"]):
                     raise TunerError(
@@ -92,7 +92,7 @@ class Search:
         )
 
     def tuner_space(self, param_space: dict[str, Any]) -> dict[str, Any]:
-        """The param_space the Tuner gets: grid axes as choices of the same values, for a search that samples."""
+        """The param_space the Tuner gets: grid axes as choices of the same values (all but grid sample them)."""
         return grid_as_choice(param_space)
 
     def trials(
@@ -109,7 +109,7 @@ class Search:
         """The one line that says this search samples the grid axes as choices (under `extend`, whose
         --num-samples the user gave, without the advice to give it)."""
         axes = grid_axes(param_space)
-        if not self.samples or not axes:
+        if not self.model_based or not axes:
             return None
         said = f"{self.name} samples the grid axes ({', '.join(axes)}) as choices of the same values"
         if extend:

@@ -19,7 +19,7 @@ from tuner.spec.param_space import is_constant, is_grid
 
 class Grid(Search):
     name = "grid"
-    samples = False
+    model_based = False
     several_objectives = True  # it proposes nothing, so any number of objectives is as good
     warm_start_refused = "grid runs every combination whatever ran before"
     under_pbt = True

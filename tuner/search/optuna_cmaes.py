@@ -18,7 +18,7 @@ class OptunaCmaEs(OptunaTPE):
     steers_by_constraints = False  # CmaEsSampler reads no constraints
     conditions_refused = "adapts one distribution over a fixed set of numeric keys; a conditional key is none"
 
-    def sampler(self, seed: int, objectives: int) -> Any:
+    def sampler(self, seed: int) -> Any:
         import optuna
 
         # warn_independent_sampling off: the notice below says it once, not a warning per trial.

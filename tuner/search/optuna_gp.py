@@ -12,7 +12,7 @@ class OptunaGP(OptunaTPE):
     name = "gp"
     conditions_refused = "models the keys every trial has: a conditional key would be drawn at random, not learned"
 
-    def sampler(self, seed: int, objectives: int) -> Any:
+    def sampler(self, seed: int) -> Any:
         import optuna
 
         return optuna.samplers.GPSampler(seed=seed)

@@ -32,5 +32,5 @@ class OptunaNSGA2(OptunaTPE):
     name = "nsga2"
     conditions_refused = "crosses over the keys every trial has: a conditional key would be drawn at random"
 
-    def sampler(self, seed: int, objectives: int) -> Any:
+    def sampler(self, seed: int) -> Any:
         return PicklableNSGAII(seed=seed)

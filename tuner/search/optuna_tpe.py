@@ -27,8 +27,8 @@ class OptunaTPE(Search):
     warm_best_first = True  # optuna's own advice for known good parameters: enqueue them
     conditional_warm_start = True
 
-    def sampler(self, seed: int, objectives: int) -> Any:
-        """The Optuna sampler, seeded, for this many objectives."""
+    def sampler(self, seed: int) -> Any:
+        """The Optuna sampler, seeded (a study of several objectives uses the same one)."""
         import optuna
 
         return optuna.samplers.TPESampler(seed=seed)
@@ -52,7 +52,7 @@ class OptunaTPE(Search):
             if warm is not None
             else None
         )
-        sampler = self.sampler(seed, max(1, len(objectives)))
+        sampler = self.sampler(seed)
         if len(objectives) > 1 or constraints:
             from tuner.search.optuna_objectives import OptunaObjectives
 
@@ -77,7 +77,7 @@ class OptunaTPE(Search):
         # The earlier trials over the keys each had: optuna takes a trial with some keys of the space.
         storage = warm_start.optuna_storage(warm, space, list(objectives)) if warm is not None else None
         define_by_run = conditional.DefineByRun(space, conditions)
-        sampler = self.sampler(seed, len(objectives))
+        sampler = self.sampler(seed)
         if len(objectives) > 1 or constraints:
             return OptunaObjectives(objectives, constraints, sampler=sampler, storage=storage, space=define_by_run)
         (metric, mode), *_ = objectives

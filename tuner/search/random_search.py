@@ -20,6 +20,7 @@ from tuner.spec.conditions import Conditions
 
 class Random(Search):
     name = "random"
+    model_based = False  # it draws any values, lists and dicts too, without a notice
     several_objectives = True  # it proposes without looking at the scores
     warm_start_refused = None
     under_pbt = True
