@@ -20,6 +20,7 @@ from tuner.execution.phases import Phases
 from tuner.results import earlier as earlier_trials
 from tuner.results import report
 from tuner.results.columns import best_column, is_blank
+from tuner.results.objectives import FEASIBLE
 from tuner.results.status import UNFINISHED, TrialStatus
 from tuner.search import search as search_named
 from tuner.search.plan import SearchPlan
@@ -252,12 +253,14 @@ def _earlier_in_view(trials: pd.DataFrame, meta: ExperimentMeta) -> EarlierTrial
     """The experiment's trials so far, for the live view of its extension."""
     metric = meta.objective.metric
     scored = report.scored(trials, metric)
-    best = None
+    best, feasible = None, True
     if not scored.empty:
         row = scored.iloc[0]
         config = {key: row[key] for key in meta.params if not is_blank(row[key])}
         best = (float(row[best_column(metric)]), str(row["trial_id"]), config)
-    return EarlierTrials.of({str(status): count for status, count in report.tally(trials, meta).items()}, best)
+        feasible = bool(row.get(FEASIBLE, True))  # the report ranks trials that meet the constraints first
+    counts = {str(status): count for status, count in report.tally(trials, meta).items()}
+    return EarlierTrials.of(counts, best, feasible)
 
 
 def _latest_run(meta: ExperimentMeta) -> ExperimentMeta:

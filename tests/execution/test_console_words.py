@@ -62,3 +62,31 @@ def test_the_status_line_says_how_trials_share_the_gpus_when_they_do():
     shared = console.LiveProgress("val_acc", "max", ["lr"], 2, gpu_sharing="4 trials per GPU")
     assert "0 running (4 trials per GPU) · " in shared._status([])
     assert "running (" not in console.LiveProgress("val_acc", "max", ["lr"], 2)._status([])
+
+
+def _ended(trial_id: str, acc: float, size: float):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        trial_id=trial_id,
+        status="TERMINATED",
+        config={"lr": 0.1},
+        last_result={"acc": acc, "size": size},
+        metric_analysis={"acc": {"max": acc, "min": acc}},
+    )
+
+
+def test_the_best_trial_shown_meets_the_constraints_when_any_trial_does():
+    from tuner.settings.objectives import parse_constraint
+
+    trials = [_ended("a", 1.0, 6), _ended("b", 0.9, 3), _ended("c", 0.95, 7), _ended("d", 0.8, 2)]
+    constrained = console.LiveProgress("acc", "max", ["lr"], 1, constraints=[parse_constraint("size <= 5")])
+    plain = console.LiveProgress("acc", "max", ["lr"], 1)
+    for view in (constrained, plain):
+        news = [view._count_towards_best(trial, console.FINISHED) for trial in trials]
+        assert news == ([True, True, False, False] if view is constrained else [True, False, False, False])
+    assert "best b acc=0.9" in constrained._status([])  # as the report ranks: feasible first
+    assert "best a acc=1" in plain._status([])
+    for view in (constrained, plain):  # the run is over: the view ranks every ended trial once more
+        view.final, view.ended = "", {trial.trial_id: console.FINISHED for trial in trials}
+    assert "best b acc=0.9" in constrained._status(trials) and "best a acc=1" in plain._status(trials)

@@ -36,6 +36,7 @@ from tuner.settings.budgets import (
     stop_reached,
     time_budget_reached,
 )
+from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import flatten
 
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
@@ -66,19 +67,22 @@ class EarlierTrials:
 
     ended: dict[str, int] = field(default_factory=dict)  # how -> trials, in this view's words
     best: tuple[float, str, str] | None = None  # (best score, trial id, its config as shown)
+    best_feasible: bool = True  # whether that trial meets the constraints (the report ranks those first)
 
     @property
     def total(self) -> int:
         return sum(self.ended.values())
 
     @classmethod
-    def of(cls, statuses: dict[str, int], best: tuple[float, str, dict[str, Any]] | None) -> "EarlierTrials":
+    def of(
+        cls, statuses: dict[str, int], best: tuple[float, str, dict[str, Any]] | None, best_feasible: bool = True
+    ) -> "EarlierTrials":
         """From the report's counts (status -> trials) and its best trial (score, id, config)."""
         ended = {("errored" if status == "error" else status): count for status, count in statuses.items()}
         if best is None:
             return cls(ended)
         score, trial_id, config = best
-        return cls(ended, (score, trial_id, shown_config(config, list(config))))
+        return cls(ended, (score, trial_id, shown_config(config, list(config))), best_feasible)
 
 
 class LiveProgress(tune.Callback):
@@ -95,8 +99,11 @@ class LiveProgress(tune.Callback):
         stop: str | None = None,
         gpu_sharing: str | None = None,
         earlier_trials: EarlierTrials | None = None,
+        constraints: Sequence[Constraint] = (),
     ):
         self.metric, self.mode, self.params, self.epochs = metric, mode, list(params), epochs
+        # The best trial shown is the report's: of those meeting the constraints, if any do.
+        self.constraints = tuple(constraints)
         self.time_budget, self.stop = time_budget, stop
         self.gpu_sharing = gpu_sharing  # "4 trials per GPU" when trials share GPUs
         self.earlier_trials = earlier_trials or EarlierTrials()
@@ -125,6 +132,7 @@ class LiveProgress(tune.Callback):
         vars(self).setdefault("stop", None)
         vars(self).setdefault("gpu_sharing", None)
         vars(self).setdefault("earlier_trials", EarlierTrials())
+        vars(self).setdefault("constraints", ())
         self.started = time.monotonic()
         self.drawn = False  # the status line is on the screen, with no newline after it
         self.last_status = 0.0
@@ -133,6 +141,7 @@ class LiveProgress(tune.Callback):
         self.reached_by: str | None = None  # the first trial to report a result that meets --stop
         self.final: str | None = None  # the run is over: what ended it in words, or "" when no budget did
         self.best: tuple[float, str, str] | None = None  # of the trials that ended in this run and count
+        self.best_feasible = False  # whether that trial meets the constraints
         self.earlier_seen = False  # the trials a resumed run starts with have been looked at
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
@@ -246,12 +255,19 @@ class LiveProgress(tune.Callback):
         never ranks every trial again. A tie goes to the lower trial id, as in the report's ranking."""
         if how not in COUNTED or (score := self._best_of(trial)) is None:
             return False
-        if self.best is not None:
+        feasible = self._feasible(trial)
+        if self.best is not None and (self.best_feasible, feasible) != (False, True):
             better = score > self.best[0] if self.mode == "max" else score < self.best[0]
-            if not better and not (score == self.best[0] and trial.trial_id < self.best[1]):
+            tie = score == self.best[0] and trial.trial_id < self.best[1]
+            if feasible < self.best_feasible or not (better or tie):
                 return False
-        self.best = (score, trial.trial_id, self._config(trial))
+        self.best, self.best_feasible = (score, trial.trial_id, self._config(trial)), feasible
         return True
+
+    def _feasible(self, trial: Trial) -> bool:
+        """Whether the trial's last reported metrics meet every constraint, as the report judges it."""
+        result = trial.last_result or {}
+        return all(constraint.satisfied(result.get(constraint.metric)) for constraint in self.constraints)
 
     def _status(self, trials: list[Trial]) -> str:
         hows = [how for trial in trials if (how := self._how_it_ended(trial)) is not None]
@@ -311,20 +327,22 @@ class LiveProgress(tune.Callback):
         (tuner/results/report.py, rank). While the run lasts, of the trials that ended (kept as they
         end); once it is over, paused trials count too, which only the end can tell."""
         if self.final is None:
-            scored = [self.best] if self.best is not None else []
+            scored = [(self.best_feasible, self.best)] if self.best is not None else []
         else:
             counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
             scored = [
-                (score, trial.trial_id, self._config(trial))
+                (self._feasible(trial), (score, trial.trial_id, self._config(trial)))
                 for trial in counted
                 if (score := self._best_of(trial)) is not None
             ]
         if self.earlier_trials.best is not None:
-            scored.append(self.earlier_trials.best)
+            scored.append((self.earlier_trials.best_feasible, self.earlier_trials.best))
+        if any(feasible for feasible, _ in scored):
+            scored = [(feasible, best) for feasible, best in scored if feasible]
         if not scored:
             return None
         pick = max if self.mode == "max" else min
-        return pick(sorted(scored, key=lambda best: best[1]), key=lambda best: best[0])
+        return pick(sorted((best for _, best in scored), key=lambda best: best[1]), key=lambda best: best[0])
 
     def _config(self, trial: Trial) -> str:
         return shown_config(flatten(trial.config), self.params)

@@ -148,6 +148,7 @@ def new_tuner(
                 stop=spec.budget.stop,
                 gpu_sharing=gpu_sharing(spec.resources),
                 earlier_trials=earlier_trials,
+                constraints=spec.objective.constraint_list,
             )
         )
     if options.mlflow:
