@@ -107,8 +107,7 @@ def _run_in(experiment_path: str, spec: ExperimentSpec, options: RunOptions, pha
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
         phases.mark("ray shutdown")
-        gc.collect()
-        trials = report.write(experiment_path)
+        trials = _report_of_run(experiment_path)
         phases.mark("report")
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, spec.objective.metric, meta.params, ended, unread)
@@ -158,8 +157,7 @@ def resume(experiment_path: str, options: RunOptions = RunOptions()) -> Outcome:
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
             phases.mark("trials")
         phases.mark("ray shutdown")
-        gc.collect()
-        trials = report.write(experiment_path)
+        trials = _report_of_run(experiment_path)
         phases.mark("report")
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
@@ -244,9 +242,16 @@ def extend(experiment_path: str, num_samples: int, options: RunOptions = RunOpti
             report.forget_reads()
             unread = tune_run.fit(tuner, experiment_path, _latest_run(meta), options.verbose)
             del tuner  # Ray's analysis of every trial, freed before the report reads them anew
-        trials = report.write(experiment_path)
+        trials = _report_of_run(experiment_path)
     ended = meta_file.read(experiment_path)
     return Outcome(experiment_path, trials, meta.objective.metric, meta.params, ended, unread)
+
+
+def _report_of_run(experiment_path: str) -> pd.DataFrame:
+    """The report written at a run's end, once the run's own objects of Ray are collected: they hold
+    every trial in reference cycles, and the report reads every trial again."""
+    gc.collect()
+    return report.write(experiment_path)
 
 
 def _earlier_in_view(trials: pd.DataFrame, meta: ExperimentMeta) -> EarlierTrials:

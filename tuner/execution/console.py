@@ -256,13 +256,17 @@ class LiveProgress(tune.Callback):
         if how not in COUNTED or (score := self._best_of(trial)) is None:
             return False
         feasible = self._feasible(trial)
-        if self.best is not None and (self.best_feasible, feasible) != (False, True):
-            better = score > self.best[0] if self.mode == "max" else score < self.best[0]
-            tie = score == self.best[0] and trial.trial_id < self.best[1]
-            if feasible < self.best_feasible or not (better or tie):
+        if self.best is not None:
+            # Ranked as the report ranks: meeting the constraints first, then by the score in its mode.
+            key, best_key = (feasible, self._oriented(score)), (self.best_feasible, self._oriented(self.best[0]))
+            if key < best_key or (key == best_key and trial.trial_id > self.best[1]):
                 return False
         self.best, self.best_feasible = (score, trial.trial_id, self._config(trial)), feasible
         return True
+
+    def _oriented(self, score: float) -> float:
+        """The score with higher better, whatever the mode."""
+        return score if self.mode == "max" else -score
 
     def _feasible(self, trial: Trial) -> bool:
         """Whether the trial's last reported metrics meet every constraint, as the report judges it."""
