@@ -1,11 +1,11 @@
 """`--asha-shapes GRACE:FACTOR ...` for the search benchmarks: ASHA with other grace periods and reduction
-factors beside tuner's default (tuner.search.schedulers.ASHA_SHAPE), to compare them in one run."""
+factors beside tuner's default (tuner.search.asha.ASHA_SHAPE), to compare them in one run."""
 
 import argparse
 import contextlib
 from collections.abc import Iterator
 
-from tuner.search import schedulers
+from tuner.search.schedulers import asha
 
 
 def shape(text: str) -> tuple[int, int]:
@@ -45,12 +45,12 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, tuple[int, int]]]
 
 @contextlib.contextmanager
 def in_place(shape: tuple[int, int] | None) -> Iterator[None]:
-    """tuner's own scheduler builder (schedulers.trial_scheduler, as tuner run calls it in the driver)
+    """tuner's own scheduler builder (tuner/search/schedulers/asha.py, as tuner run calls it in the driver)
     with `shape` in place of its default ASHA shape; None leaves the default."""
-    default = schedulers.ASHA_SHAPE
+    default = asha.ASHA_SHAPE
     if shape is not None:
-        schedulers.ASHA_SHAPE = shape
+        asha.ASHA_SHAPE = shape
     try:
         yield
     finally:
-        schedulers.ASHA_SHAPE = default
+        asha.ASHA_SHAPE = default

@@ -89,7 +89,7 @@ def stopping(scheduler_name: str, trials: int, epochs: int, seed: int, concurren
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
     from tuner.search.pareto_asha import ParetoASHA
-    from tuner.search.schedulers import ASHA_SHAPE
+    from tuner.search.schedulers.asha import ASHA_SHAPE
 
     grace, factor = ASHA_SHAPE
     scheduler = {

@@ -21,7 +21,7 @@ import pandas as pd
 from ray import tune
 
 import tuner
-from tuner.search import schedulers
+from tuner.search.schedulers.asha import ASHA_SHAPE
 from tuner.search.space_counts import grid_as_choice
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
@@ -125,7 +125,7 @@ def main() -> None:
     strategies = list(STRATEGIES)
     strategies += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     print(
-        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {schedulers.ASHA_SHAPE}",
+        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {ASHA_SHAPE}",
         flush=True,
     )
 

@@ -4,7 +4,7 @@
 
 Every strategy searches x in [0, 1]^6 with `--trials` configs of `--epochs` epochs each, through Ray Tune
 with tuner's own searcher and scheduler defaults (tuner.search.search(name).build,
-tuner.search.schedulers.trial_scheduler); epoch e reports H(x, e / epochs). Grid runs a 2-level grid (64
+tuner/search/schedulers/); epoch e reports H(x, e / epochs). Grid runs a 2-level grid (64
 configs) and a 3-level grid (729) once, as deterministic baselines. Prints per strategy the median and
 the 25-75 % range over seeds of: simple regret (the best full-fidelity value minus the minimum -3.32237),
 trial-epochs used, and wall time; and the trial-epochs grid needed for the regret each strategy's median
@@ -63,14 +63,16 @@ def run(
     shape: tuple[int, int] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
-    (grace period, reduction factor) in place of tuner's default (schedulers.ASHA_SHAPE)."""
+    (grace period, reduction factor) in place of tuner's default (tuner/search/schedulers/asha.py ASHA_SHAPE)."""
     # Limited as tuner.run limits them by default: as many as fit. Ray's synchronous HyperBand, which
     # tuner's `hyperband` was until 2026-12-05, stopped nothing under this limit (the paused trials held
     # the slots: 576 trial-epochs); tuner's `hyperband` is now asynchronous (ASHA with several brackets).
     algorithm = searcher(search).build(param_space, trials, seed, max_concurrent=CONCURRENT)
     space = searcher(search).tuner_space(param_space)
     with asha_shapes.in_place(shape):
-        trial_scheduler = schedulers.trial_scheduler(scheduler, searcher(search), param_space, epochs)
+        trial_scheduler = searcher(search).own_scheduler(epochs) or schedulers.scheduler(scheduler).build(
+            param_space, epochs
+        )
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),
@@ -157,7 +159,7 @@ def main() -> None:
         )
         print(f"{label}: regret {curves[label][0][-1]:.4f}, {len(history)} trial-epochs, {wall:.0f} s", flush=True)
     ranges = {name: tune.uniform(0.0, 1.0) for name in DIMENSIONS}
-    default_shape = schedulers.ASHA_SHAPE
+    default_shape = asha_shapes.asha.ASHA_SHAPE
     print(
         f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor {default_shape[1]}",
         flush=True,

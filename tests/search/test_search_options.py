@@ -14,6 +14,7 @@ from tuner.execution.stopper import MetricThreshold
 from tuner.search import SEARCHES, auto, schedulers, space_counts
 from tuner.search import search as searcher
 from tuner.search.plan import plan
+from tuner.search.schedulers.pbt import pbt_mutations
 from tuner.settings import Tuning
 from tuner.settings.budgets import parse_duration, parse_stop
 from tuner.spec.space import ExperimentSpec
@@ -68,7 +69,7 @@ def test_unknown_names():
     with pytest.raises(TunerError, match="unknown search 'sobol'"):
         searcher("sobol").check(SPACE)
     with pytest.raises(TunerError, match="unknown scheduler 'pb2'"):
-        schedulers.check("pb2", searcher("grid"), SPACE)
+        schedulers.scheduler("pb2")
 
 
 def test_the_optional_searchers_libraries_are_found_when_installed():
@@ -126,34 +127,34 @@ def test_grid_and_random_variants_are_reproducible_by_seed(search, count):
 
 def test_pbt_mutates_only_what_a_checkpoint_survives():
     space = {**SPACE, "optimizer": tune.choice(["adam", "sgd"]), "weight_decay": tune.grid_search([0.0, 1e-4])}
-    assert set(schedulers.pbt_mutations(space)) == {"lr", "dropout", "weight_decay"}
-    assert schedulers.pbt_mutations(space)["weight_decay"] == [0.0, 1e-4]
+    assert set(pbt_mutations(space)) == {"lr", "dropout", "weight_decay"}
+    assert pbt_mutations(space)["weight_decay"] == [0.0, 1e-4]
 
 
 def test_pbt_mutates_what_the_space_marks_mutable():
     space = {**SPACE, "ema_decay": tune.uniform(0.9, 0.999)}
-    assert set(schedulers.pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
-    assert "ema_decay" not in schedulers.pbt_mutations(space)  # the default list knows only tuner's names
+    assert set(pbt_mutations(space, ["lr", "ema_decay"])) == {"lr", "ema_decay"}
+    assert "ema_decay" not in pbt_mutations(space)  # the default list knows only tuner's names
     with pytest.raises(TunerError, match="pbt has nothing to mutate: give one of ema_decay a search domain"):
-        schedulers.check("pbt", searcher("grid"), {"ema_decay": 0.99}, mutable=["ema_decay"])
+        schedulers.scheduler("pbt").check(searcher("grid"), {"ema_decay": 0.99}, mutable=["ema_decay"])
 
 
 def test_pbt_without_anything_to_mutate():
     with pytest.raises(TunerError, match="pbt has nothing to mutate"):
-        schedulers.check("pbt", searcher("grid"), {"hidden": tune.choice([8, 16]), "lr": 0.1})
+        schedulers.scheduler("pbt").check(searcher("grid"), {"hidden": tune.choice([8, 16]), "lr": 0.1})
 
 
 def test_bohb_brings_its_own_scheduler():
     with pytest.raises(TunerError, match="bohb runs with its own scheduler"):
-        schedulers.check("asha", searcher("bohb"), SPACE)
-    assert isinstance(schedulers.trial_scheduler("fifo", searcher("bohb"), SPACE, epochs=9), HyperBandForBOHB)
+        schedulers.scheduler("asha").check(searcher("bohb"), SPACE)
+    assert isinstance(searcher("bohb").own_scheduler(epochs=9), HyperBandForBOHB)
 
 
 def test_scheduler_budgets_follow_the_epochs():
-    asha = schedulers.trial_scheduler("asha", searcher("random"), SPACE, epochs=27)
+    asha = schedulers.scheduler("asha").build(SPACE, epochs=27)
     assert (asha._max_t, asha._reduction_factor) == (27, 3)
-    assert schedulers.trial_scheduler("fifo", searcher("grid"), SPACE, epochs=5) is None
-    pbt = schedulers.trial_scheduler("pbt", searcher("grid"), SPACE, epochs=12)
+    assert schedulers.scheduler("fifo").build(SPACE, epochs=5) is None
+    pbt = schedulers.scheduler("pbt").build(SPACE, epochs=12)
     assert pbt._perturbation_interval == 3
 
 

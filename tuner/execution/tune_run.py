@@ -155,7 +155,7 @@ def new_tuner(
         callbacks.append(tracking.mlflow_callback(options.mlflow, name))
         uri = tracking.tracking_uri(options.mlflow)
         log.info("mlflow: every trial is a run of experiment %s in %s (%s)", name, uri, tracking.ui_command(uri))
-    if schedulers.retires_checkpoints(plan.tuning.scheduler):
+    if not schedulers.scheduler(plan.tuning.scheduler).shares_checkpoints:
         # First: its look at storage at each snapshot fails on a store that went away and ends the run,
         # before KeepResultRows waits out its own upload's retries (~6 s) to the same end.
         callbacks.insert(0, RetireCheckpoints())
@@ -271,7 +271,7 @@ def fit(tuner: tune.Tuner, experiment_path: str, meta: ExperimentMeta, verbose: 
             _record_end(experiment_path)
             if stopped_by := _stopped_by(results, meta, time.monotonic() - started):
                 meta_file.update(experiment_path, stopped_by=stopped_by)
-        if schedulers.retires_checkpoints(meta.tuning.scheduler):
+        if not schedulers.scheduler(meta.tuning.scheduler).shares_checkpoints:
             retire_after_fit(results)
         return _unread(results, meta, experiment_path)
     except TunerError:

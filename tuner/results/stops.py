@@ -3,6 +3,7 @@ went: tuner/search/decisions.py): the report's `stopped_because` column, and one
 decisions for `tuner report DIR --trial ID`."""
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -48,11 +49,8 @@ def describe(row: dict[str, Any]) -> str:
             f"{row.get('clone_epoch')})" + (f"; {changes}" if changes else "")
         )
     relation = _worse(row) if decision == STOP else _better(row)
-    if scheduler == "median":
-        return (
-            f"median: best {metric} {value} {relation} median {_num(cutoff)} of {row.get('compared_with')} "
-            f"other trials' running means at epoch {epoch}"
-        )
+    if (sentence := _OWN_SENTENCES.get(scheduler)) is not None:
+        return sentence(row, relation)
     if row.get("pareto"):  # several objectives: compared by Pareto front (tuner/search/pareto_asha.py)
         share = "at least" if decision == STOP else "fewer than"
         return (
@@ -60,14 +58,33 @@ def describe(row: dict[str, Any]) -> str:
             f"{_num(row.get('rung'))}) lie on Pareto fronts of {', '.join(row['pareto'])} ahead of it, "
             f"{share} 1/{_num(row.get('reduction_factor'))} of them"
         )
-    where = f"rung {_num(row.get('rung'))}"
-    if row.get("bracket") is not None:
-        where += f", bracket {row['bracket']}"
     if cutoff is None:
-        return f"{scheduler}: {metric} {value} at epoch {epoch} ({where}), the first there: nothing to compare"
-    if scheduler == "bohb":
-        return f"bohb: {metric} {value} {relation} {_num(cutoff)}, the worst kept, at epoch {epoch} ({where})"
-    return f"{scheduler}: {metric} {value} {relation} cutoff {_num(cutoff)} at epoch {epoch} ({where})"
+        return f"{scheduler}: {metric} {value} at epoch {epoch} ({_where(row)}), the first there: nothing to compare"
+    return f"{scheduler}: {metric} {value} {relation} cutoff {_num(cutoff)} at epoch {epoch} ({_where(row)})"
+
+
+def _where(row: dict[str, Any]) -> str:
+    where = f"rung {_num(row.get('rung'))}"
+    return where if row.get("bracket") is None else f"{where}, bracket {row['bracket']}"
+
+
+def _median(row: dict[str, Any], relation: str) -> str:
+    return (
+        f"median: best {row.get('metric', '?')} {_num(row.get('value'))} {relation} median {_num(row.get('cutoff'))} "
+        f"of {row.get('compared_with')} other trials' running means at epoch {row.get('epoch')}"
+    )
+
+
+def _halving(row: dict[str, Any], relation: str) -> str:
+    said = f"bohb: {row.get('metric', '?')} {_num(row.get('value'))}"
+    if row.get("cutoff") is None:
+        return f"{said} at epoch {row.get('epoch')} ({_where(row)}), the first there: nothing to compare"
+    return f"{said} {relation} {_num(row.get('cutoff'))}, the worst kept, at epoch {row.get('epoch')} ({_where(row)})"
+
+
+# The decisions whose sentence is not a rung's cutoff, by the name their recording scheduler writes in its
+# rows (tuner/search/decisions.py): the median stopping rule's and BOHB's synchronous halving.
+_OWN_SENTENCES: dict[str, Callable[[dict[str, Any], str], str]] = {"median": _median, "bohb": _halving}
 
 
 def stop_rows(decisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.search import schedulers
+from tuner.search.schedulers.asha import ASHA_MIN_EPOCHS
 from tuner.search.space_counts import PLAIN, discrete_axes, grid_axes, space_size
 from tuner.spec.conditions import Conditions
 
@@ -45,9 +46,10 @@ def choose(
     axes = discrete_axes(param_space)
     count = space_size(param_space, conditions)
     whole = max(AUTO_WHOLE_SPACE_MAX, num_samples)
-    stopping = "asha" if scheduler == "fifo" and epochs >= schedulers.ASHA_MIN_EPOCHS else scheduler
+    asked = schedulers.scheduler(scheduler)
+    stopping = "asha" if not asked.stops_early and epochs >= ASHA_MIN_EPOCHS else scheduler
     if count is not None and count <= whole:
-        under = f", {stopping} stopping the weak ones early" if stopping != "fifo" else ""
+        under = f", {stopping} stopping the weak ones early" if schedulers.scheduler(stopping).stops_early else ""
         return AutoChoice(
             "random",
             stopping,
@@ -60,8 +62,8 @@ def choose(
     else:  # grid crosses grid axes only: a tune.choice it samples, so only an all-grid space runs whole
         whole_by_grid = "; --search grid runs every one" if len(grid_axes(param_space)) == len(axes) else ""
         why = f"the space has {count} configs, more than {whole}{whole_by_grid}"
-    if scheduler == "pbt":
-        return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under pbt ({why})")
-    chosen = "asha" if scheduler == "fifo" else scheduler
+    if asked.model_search_refused:
+        return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under {scheduler} ({why})")
+    chosen = scheduler if asked.stops_early else "asha"
     tpe = "multi-objective TPE" if objectives > 1 else "TPE"
     return AutoChoice("optuna", chosen, whole, f"search auto: optuna ({tpe}) with {chosen}, {whole} configs ({why})")

@@ -44,8 +44,9 @@ class Search:
     extra: ClassVar[str | None] = None  # the optional extra (tuner/extras.py) that installs its library
     # Schedulers it runs under (None: every one); bohb brings its own HyperBand.
     schedulers: ClassVar[tuple[str, ...] | None] = None
-    # Whether Ray's PopulationBasedTraining takes it: PBT refuses a SearchGenerator (optuna, hyperopt).
-    under_pbt: ClassVar[bool] = False
+    # Ray's own BasicVariantGenerator draws its configs (grid, random), not a SearchGenerator over a
+    # library's model: the only kind a scheduler with `model_search_refused` (PBT) takes.
+    basic_variant: ClassVar[bool] = False
     # The search `tuner extend` continues the experiment with (None: this one).
     extends_as: ClassVar[str | None] = None
 

@@ -22,7 +22,7 @@ class Grid(Search):
     model_based = False
     several_objectives = True  # it proposes nothing, so any number of objectives is as good
     warm_start_refused = "grid runs every combination whatever ran before"
-    under_pbt = True
+    basic_variant = True
     extends_as = "random"  # `tuner extend` of a grid that ran whole: random draws of the same space
 
     def check(self, param_space: dict[str, Any], objectives: int = 1, conditions: Conditions = PLAIN) -> None:

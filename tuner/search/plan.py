@@ -14,6 +14,7 @@ from ray.tune.schedulers import TrialScheduler
 from tuner.errors import TunerError
 from tuner.search import auto, schedulers, search, warm_start
 from tuner.search.base import Search
+from tuner.search.schedulers.base import Scheduler
 from tuner.search.space_counts import discrete_axes, distinct_configs, grid_points, limited
 from tuner.settings import Budget, Objective, Tuning
 from tuner.settings.experiment import MAX_TRIALS, TRIALS_WHY
@@ -88,10 +89,10 @@ def plan(
         num_samples = choice.num_samples
         notices.append(choice.reason)
     with _in_space(spec):
-        searcher = search(tuning.search)
-        _check(spec, searcher, tuning, conditions)
+        searcher, stopping = search(tuning.search), schedulers.scheduler(tuning.scheduler)
+        _check(spec, searcher, stopping, tuning, conditions)
         warm, already_run = _warm_start(spec, searcher, earlier, extend) if earlier is not None else (None, 0)
-    notices += _notices(spec, searcher, tuning.scheduler, num_samples, already_run, warm, extend)
+    notices += _notices(spec, searcher, stopping, num_samples, already_run, warm, extend)
     trials = searcher.trials(spec.param_space, num_samples, already_run, conditions)
     param_space = {} if conditions else searcher.tuner_space(spec.param_space)
     if (points := grid_points(param_space)) * trials > MAX_TRIALS:
@@ -99,8 +100,9 @@ def plan(
             f"space {spec.name}: {points * trials} trials in all ({points} grid points x {trials} samples), "
             f"more than {MAX_TRIALS}: {TRIALS_WHY}; search fewer grid values, or --search random over them"
         )
-    scheduler = schedulers.trial_scheduler(
-        tuning.scheduler, searcher, spec.param_space, spec.budget.epochs, tuning.pbt_mutable, objective.objectives
+    epochs = spec.budget.epochs
+    scheduler = searcher.own_scheduler(epochs) or stopping.build(
+        spec.param_space, epochs, tuning.pbt_mutable, objective.objectives
     )
     budget = dataclasses.replace(spec.budget, num_samples=num_samples)
     return SearchPlan(
@@ -112,7 +114,7 @@ def plan(
 def _notices(
     spec: ExperimentSpec,
     searcher: Search,
-    scheduler: str,
+    stopping: Scheduler,
     num_samples: int,
     already_run: int,
     warm: warm_start.WarmStart | None,
@@ -125,7 +127,7 @@ def _notices(
         searcher.space_notice(spec.param_space, num_samples, already_run, spec.conditional),
         warm.notice if warm is not None else None,
         searcher.constraints_notice(objective.constraint_list),
-        schedulers.stopping_notice(scheduler, objective.objectives),
+        stopping.stopping_notice(objective.objectives),
     )
     return [notice for notice in said if notice]
 
@@ -139,15 +141,12 @@ def _in_space(spec: ExperimentSpec) -> Iterator[None]:
         raise TunerError(f"space {spec.name}: {error}") from None
 
 
-def _check(spec: ExperimentSpec, searcher: Search, tuning: Tuning, conditions: Conditions) -> None:
+def _check(spec: ExperimentSpec, searcher: Search, stopping: Scheduler, tuning: Tuning, conditions: Conditions) -> None:
     """Each refusal from the searcher's flags and the scheduler's, before Ray starts."""
     searcher.check(spec.param_space, len(spec.objective.objectives), conditions)
-    if conditions and tuning.scheduler == "pbt":
-        raise TunerError(
-            "pbt mutates each hyperparameter on its own, which conditions cannot follow; use "
-            "--scheduler asha, or drop the conditions"
-        )
-    schedulers.check(tuning.scheduler, searcher, spec.param_space, tuning.pbt_mutable)
+    if conditions and stopping.conditions_refused:
+        raise TunerError(f"{stopping.name} {stopping.conditions_refused}; use --scheduler asha, or drop the conditions")
+    stopping.check(searcher, spec.param_space, tuning.pbt_mutable)
 
 
 def _warm_start(

@@ -23,7 +23,7 @@ class Random(Search):
     model_based = False  # it draws any values, lists and dicts too, without a notice
     several_objectives = True  # it proposes without looking at the scores
     warm_start_refused = None
-    under_pbt = True
+    basic_variant = True
 
     def check_warm_start(self, finite: bool, extend: bool = False) -> None:
         if not finite and not extend:  # `extend` still draws new configs, with another seed
