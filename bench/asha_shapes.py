@@ -1,5 +1,5 @@
 """`--asha-shapes GRACE:FACTOR ...` for the search benchmarks: ASHA with other grace periods and reduction
-factors beside tuner's default (tuner.search.asha.ASHA_SHAPE), to compare them in one run."""
+factors beside tuner's default (tuner.search.schedulers.asha.ASHA_SHAPE), to compare them in one run."""
 
 import argparse
 import contextlib

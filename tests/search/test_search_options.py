@@ -279,21 +279,50 @@ def test_auto_runs_a_small_finite_space_whole_under_asha_when_the_epochs_leave_i
     assert auto.choose(FINITE, num_samples=24, scheduler="fifo", epochs=9).search == "random"
 
 
-def test_auto_picks_tpe_with_asha_for_a_large_or_continuous_space():
+def test_auto_picks_a_model_with_asha_for_a_large_or_continuous_space():
     large = auto.choose(FINITE, num_samples=1, scheduler="fifo", epochs=9)
-    assert (large.search, large.scheduler, large.num_samples) == ("optuna", "asha", 16)
+    assert (large.search, large.scheduler, large.num_samples) == ("gp", "asha", 16)
     # FINITE has tune.choice axes, which grid would sample rather than cross: no hint to use grid.
-    assert large.reason == "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16)"
+    assert large.reason == (
+        "search auto: gp (Gaussian process) with asha, 16 configs (the space has 24 configs, more than 16; "
+        f"<= {auto.GP_MAX_TRIALS} trials)"
+    )
     all_grid = {key: tune.grid_search(values) for key, values in space_counts.discrete_axes(FINITE).items()}
     assert auto.choose(all_grid, num_samples=1, scheduler="fifo", epochs=9).reason == (
-        "search auto: optuna (TPE) with asha, 16 configs (the space has 24 configs, more than 16; --search grid "
-        "runs every one)"
+        "search auto: gp (Gaussian process) with asha, 16 configs (the space has 24 configs, more than 16; "
+        f"--search grid runs every one; <= {auto.GP_MAX_TRIALS} trials)"
     )
-    ranges = auto.choose(SPACE, num_samples=40, scheduler="fifo", epochs=9)
-    assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", 40)
-    assert "the space samples from a range" in ranges.reason
+    beyond_gp = auto.GP_MAX_TRIALS + 1
+    ranges = auto.choose(SPACE, num_samples=beyond_gp, scheduler="fifo", epochs=9)
+    assert (ranges.search, ranges.scheduler, ranges.num_samples) == ("optuna", "asha", beyond_gp)
+    assert ranges.reason == f"search auto: optuna (TPE) with asha, {beyond_gp} configs (the space samples from a range)"
     assert auto.choose(SPACE, num_samples=40, scheduler="median", epochs=9).scheduler == "median"  # the space's own
     assert auto.choose(SPACE, num_samples=8, scheduler="pbt", epochs=9).search == "random"
+
+
+def test_auto_picks_a_model_by_the_budget():
+    ranges = {"lr": tune.loguniform(1e-4, 1e-1), "dropout": tune.uniform(0.0, 0.5), "layers": tune.randint(1, 4)}
+    small = auto.choose(ranges, num_samples=auto.GP_MAX_TRIALS, scheduler="fifo", epochs=9)
+    assert (small.search, small.scheduler) == ("gp", "asha")
+    assert small.reason == (
+        f"search auto: gp (Gaussian process) with asha, {auto.GP_MAX_TRIALS} configs (the space samples from a "
+        f"range; <= {auto.GP_MAX_TRIALS} trials)"
+    )
+    assert auto.choose(ranges, num_samples=auto.GP_MAX_TRIALS + 1, scheduler="fifo", epochs=9).search == "optuna"
+    large = auto.choose(ranges, num_samples=auto.CMAES_MIN_TRIALS, scheduler="fifo", epochs=9)
+    assert large.search == "cmaes" and f">= {auto.CMAES_MIN_TRIALS} trials" in large.reason
+    # CMA-ES reads no constraints and models no choice: TPE takes those; a GP takes choices.
+    assert auto.choose(ranges, auto.CMAES_MIN_TRIALS, "fifo", 9, constrained=True).search == "optuna"
+    with_choice = {**ranges, "act": tune.choice(["relu", "gelu"])}
+    assert auto.choose(with_choice, auto.CMAES_MIN_TRIALS, "fifo", 9).search == "optuna"
+    assert auto.choose(with_choice, 20, "fifo", 9).search == "gp"
+    assert auto.choose(ranges, 20, "fifo", 9, objectives=2).search == "optuna"
+    # What it picks runs: the plan builds it over the same space.
+    spec = ExperimentSpec.of(
+        "ranges", metric="val_acc", mode="max", model="mlp", dataset="digits", param_space=ranges, search="auto",
+        num_samples=20, epochs=9,
+    )  # fmt: skip
+    assert plan(spec, seed=0).tuning.search == "gp"
 
 
 def test_the_plan_resolves_auto_once_and_carries_what_runs():
@@ -308,10 +337,10 @@ def test_the_plan_resolves_auto_once_and_carries_what_runs():
         epochs=9,
     )
     planned = plan(spec, seed=0)
-    assert (planned.tuning.search, planned.tuning.scheduler) == ("optuna", "asha")
+    assert (planned.tuning.search, planned.tuning.scheduler) == ("gp", "asha")
     assert planned.budget.num_samples == planned.num_samples == auto.AUTO_WHOLE_SPACE_MAX
     assert planned.budget.epochs == 9 and spec.budget.num_samples == 1  # the spec itself is left as written
-    assert planned.notices[0].startswith("search auto: optuna (TPE) with asha")
+    assert planned.notices[0].startswith("search auto: gp (Gaussian process) with asha")
     assert isinstance(planned.scheduler, AsyncHyperBandScheduler) and planned.scheduler.name == "asha"
     with pytest.raises(TunerError, match="space planned: bohb runs with its own scheduler"):
         plan(dataclasses.replace(spec, tuning=Tuning(search="bohb", scheduler="asha")), seed=0)

@@ -1,18 +1,28 @@
 """`--search auto`: one of the searchers, picked from the space and num_samples (`choose`), named with its
-reason in one line before the first trial. It never picks a searcher whose library is an optional extra."""
+reason in one line before the first trial. It never picks a searcher whose library is an optional extra.
+
+Which model-based searcher starts from the rules of Optuna's AutoSampler (optunahub; not used itself, since
+optunahub loads it from GitHub at run time): TPE for choices and conditions, a Gaussian process for small
+budgets, CMA-ES for large budgets of numeric ranges. bench/tabular.py keeps or moves the thresholds."""
 
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.search import schedulers
 from tuner.search.schedulers.asha import ASHA_MIN_EPOCHS
-from tuner.search.space_counts import PLAIN, discrete_axes, grid_axes, space_size
+from tuner.search.space_counts import PLAIN, discrete_axes, grid_axes, numeric_ranges, space_size
 from tuner.spec.conditions import Conditions
 
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
 # and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
 AUTO_WHOLE_SPACE_MAX = 16
+# A Gaussian process (`gp`) for budgets up to GP_MAX_TRIALS (bench/tabular.py), whose suggestions cost
+# 0.1-0.2 s each there and grow with every trial (bench/suggestion_latency.py); over numeric ranges,
+# CMA-ES (`cmaes`) from CMAES_MIN_TRIALS, where TPE's own suggestions pass 50 ms (94 ms after 10,000
+# trials, cmaes 10 ms).
+GP_MAX_TRIALS = 50
+CMAES_MIN_TRIALS = 2000
 
 
 @dataclass(frozen=True)
@@ -30,11 +40,13 @@ def choose(
     epochs: int,
     objectives: int = 1,
     conditions: Conditions = PLAIN,
+    constrained: bool = False,
 ) -> AutoChoice:
     """What --search auto runs. A finite space small enough to run whole: every config once, in random
     order (random draws without replacement; unlike grid order, a time budget that ends the search early
-    leaves an even sample), under ASHA when the epochs leave it a rung to stop at. Otherwise TPE with
-    ASHA stopping the weak trials early. The space's scheduler, if it names one other than fifo, stays;
+    leaves an even sample), under ASHA when the epochs leave it a rung to stop at. Otherwise a model-based
+    searcher (`_model`: TPE, a GP for small budgets, CMA-ES for large ones of numeric ranges) with ASHA stopping the
+    weak trials early. The space's scheduler, if it names one other than fifo, stays;
     under pbt the search is random, since PBT's mutations would mislead TPE's model.
 
     Evidence (bench/search_efficiency.py, 5 seeds, the 24-config digits space run whole): random + ASHA
@@ -65,5 +77,24 @@ def choose(
     if asked.model_search_refused:
         return AutoChoice("random", scheduler, whole, f"search auto: random, {whole} configs under {scheduler} ({why})")
     chosen = scheduler if asked.stops_early else "asha"
-    tpe = "multi-objective TPE" if objectives > 1 else "TPE"
-    return AutoChoice("optuna", chosen, whole, f"search auto: optuna ({tpe}) with {chosen}, {whole} configs ({why})")
+    search, model, budget_why = _model(param_space, whole, objectives, conditions, constrained)
+    return AutoChoice(
+        search, chosen, whole, f"search auto: {search} ({model}) with {chosen}, {whole} configs ({why}{budget_why})"
+    )
+
+
+def _model(
+    param_space: dict[str, Any], trials: int, objectives: int, conditions: Conditions, constrained: bool
+) -> tuple[str, str, str]:
+    """The model-based searcher for this space and budget: its name, its model in words, and the reason
+    the budget gives (empty where the space alone decides). A GP takes choices too (bench/tabular.py:
+    it led on NAS-Bench-201's all-choice space as well); CMA-ES models numeric ranges only and reads no
+    constraints; conditions and several objectives take TPE."""
+    if objectives > 1 or conditions:
+        return "optuna", "multi-objective TPE" if objectives > 1 else "TPE", ""
+    if trials <= GP_MAX_TRIALS:
+        return "gp", "Gaussian process", f"; <= {GP_MAX_TRIALS} trials"
+    ranges = numeric_ranges(param_space)
+    if ranges and trials >= CMAES_MIN_TRIALS and not constrained:
+        return "cmaes", "CMA-ES", f"; {len(ranges)} numeric ranges and >= {CMAES_MIN_TRIALS} trials"
+    return "optuna", "TPE", ""

@@ -83,8 +83,9 @@ def plan(
     conditions, objective = spec.conditional, spec.objective
     if tuning.search == AUTO:
         choice = auto.choose(
-            spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(objective.objectives), conditions
-        )
+            spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(objective.objectives),
+            conditions, constrained=bool(objective.constraint_list),
+        )  # fmt: skip
         tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
         num_samples = choice.num_samples
         notices.append(choice.reason)

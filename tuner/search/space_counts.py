@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from ray import tune
-from ray.tune.search.sample import Categorical, Domain
+from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from tuner.search import conditional
 from tuner.spec.conditions import Conditions
@@ -49,6 +49,19 @@ def discrete_axes(param_space: dict[str, Any]) -> dict[str, list[Any]] | None:
         elif isinstance(value, (Domain, dict)):
             return None
     return axes
+
+
+def numeric_ranges(param_space: dict[str, Any]) -> list[str]:
+    """The searched keys when every one is a range of numbers (tune.uniform, loguniform, randint, ...), the
+    rest constants; empty when any is a choice, a grid axis or nested, which a GP or CMA-ES models poorly
+    or not at all."""
+    ranges = []
+    for key, value in param_space.items():
+        if isinstance(value, (Float, Integer)):
+            ranges.append(key)
+        elif isinstance(value, (Domain, dict)):
+            return []
+    return sorted(ranges)
 
 
 def distinct_configs(axes: dict[str, list[Any]]) -> int:
