@@ -12,8 +12,15 @@ from tuner.results.status import SCORED, TrialStatus
 
 
 def test_the_live_view_uses_the_reports_words():
-    words = (console.FINISHED, console.STOPPED_EARLY, console.PAUSED, console.DIVERGED)
-    assert {TrialStatus(word) for word in (*words, console.INCOMPLETE, console.NOT_STARTED)}
+    said = {
+        console.FINISHED: TrialStatus.FINISHED,
+        console.STOPPED_EARLY: TrialStatus.STOPPED_EARLY,
+        console.PAUSED: TrialStatus.PAUSED,
+        console.DIVERGED: TrialStatus.DIVERGED,
+        console.INCOMPLETE: TrialStatus.INCOMPLETE,
+        console.NOT_STARTED: TrialStatus.NOT_STARTED,
+    }
+    assert [str(status) for status in said.values()] == list(said)  # each the report's word for it
     assert {TrialStatus(word) for word in console.COUNTED} == set(SCORED)
 
 

@@ -180,11 +180,23 @@ def test_stop_conditions():
             parse_stop(bad)
 
 
-@pytest.mark.parametrize("search", ["grid", "random", "optuna", "hyperopt", "bohb"])
-def test_every_searcher_carries_the_concurrency_limit(search):
-    space = SPACE if search in ("optuna", "hyperopt", "bohb") else {**SPACE, "batch_size": tune.grid_search([16, 32])}
+@pytest.mark.parametrize("search", SEARCHES)
+def test_every_searcher_proposes_at_most_max_concurrent_trials_at_once(search):
+    space = {**SPACE, "batch_size": tune.grid_search([16, 32])} if searcher(search).basic_variant else SPACE
     algorithm = searcher(search).build(space, num_samples=4, seed=0, max_concurrent=2)
-    assert algorithm.max_concurrent == 2
+    param_space = searcher(search).tuner_space(space)
+    if hasattr(algorithm, "next_trial"):  # Ray's BasicVariantGenerator (grid, random)
+        algorithm.add_configurations({"x": {"run": lambda config: None, "config": param_space, "num_samples": 4}})
+        proposed = [algorithm.next_trial() for _ in range(3)]
+        assert [trial is not None for trial in proposed] == [True, True, False]  # a third waits
+        algorithm.on_trial_complete(proposed[0].trial_id, {"val_acc": 0.5})
+        assert algorithm.next_trial() is not None  # one ended: one more may start
+        return
+    algorithm.set_search_properties("val_acc", "max", param_space)
+    proposed = [algorithm.suggest(f"t{index}") for index in range(3)]
+    assert [config is not None for config in proposed] == [True, True, False]
+    algorithm.on_trial_complete("t0", {"val_acc": 0.5, "training_iteration": 1})
+    assert algorithm.suggest("t3") is not None
 
 
 def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:

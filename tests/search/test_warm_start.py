@@ -73,7 +73,18 @@ def test_searchers_that_cannot_use_earlier_results_are_refused(search, finite, m
 
 
 def test_extend_draws_new_configs_over_a_range_with_random():
-    searcher("random").check_warm_start(finite=False, extend=True)  # no error
+    # A warm start of random over a range is refused (nothing to skip); `extend` of such an experiment
+    # is not: it plans the new configs asked for, the earlier trials kept beside them.
+    ranges = {"lr": tune.loguniform(1e-4, 1e-1), "dropout": tune.uniform(0.0, 0.5)}
+    spec = ExperimentSpec.of(
+        "ranges", model="mlp", dataset="digits", param_space=ranges, metric="val_acc", mode="max", search="random",
+        num_samples=5,
+    )  # fmt: skip
+    earlier = _earlier({"lr": 1e-3, "dropout": 0.1}, {"lr": 1e-2, "dropout": 0.2}, scores=[0.9, 0.8])
+    with pytest.raises(TunerError, match="this space samples from a range"):
+        plan(spec, seed=0, earlier=earlier)
+    extended = plan(spec, seed=1, earlier=earlier, extend=True)
+    assert extended.total_trials == 5 and extended.warm is not None and len(extended.warm.trials) == 2
 
 
 def test_optunas_study_holds_the_earlier_trials_before_the_first_suggestion():
