@@ -8,7 +8,7 @@ import pytest
 from ray import cloudpickle, tune
 
 from tuner.errors import TunerError
-from tuner.search import conditional, space_counts
+from tuner.search import conditional
 from tuner.search import search as searcher
 from tuner.search.plan import plan
 from tuner.search.warm_start import Earlier, Evaluated
@@ -285,8 +285,11 @@ def test_conditions_need_a_flat_space():
         spec({**SAMPLED, "net": {"width": 8}}, SAMPLED_CONDITIONS)
 
 
-def test_searchers_module_default_is_a_plain_space():
-    assert not space_counts.PLAIN and searcher("random").trials({"a": tune.choice([1, 2])}, 5) == 2
+def test_random_counts_every_combination_without_conditions_and_only_active_ones_with():
+    space = {"a": tune.choice([1, 2]), "b": tune.choice([10, 20])}
+    assert searcher("random").trials(space, 10) == 4  # the default: a space without conditions
+    only_under_2 = spec(space, {"b": {"a": 2}}).conditional  # b is searched only where a is 2
+    assert searcher("random").trials(space, 10, conditions=only_under_2) == 3  # (1), (2, 10), (2, 20)
 
 
 def test_a_bool_parent_matches_its_own_values_only():
