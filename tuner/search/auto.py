@@ -2,8 +2,9 @@
 reason in one line before the first trial. It never picks a searcher whose library is an optional extra.
 
 Which model-based searcher starts from the rules of Optuna's AutoSampler (optunahub; not used itself, since
-optunahub loads it from GitHub at run time): TPE for choices and conditions, a Gaussian process for small
-budgets, CMA-ES for large budgets of numeric ranges. bench/tabular.py keeps or moves the thresholds."""
+optunahub loads it from GitHub at run time): a Gaussian process for small budgets, CMA-ES for large budgets
+of numeric ranges, TPE otherwise and for conditions or several objectives. bench/tabular.py keeps or moves
+the thresholds."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -14,13 +15,12 @@ from tuner.search.space_counts import PLAIN, discrete_axes, grid_axes, numeric_r
 from tuner.spec.conditions import Conditions
 
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
-# and otherwise at least this many configs under TPE with ASHA. 16 itself is a starting point: no
+# and otherwise at least this many configs under a model-based searcher with ASHA. 16 itself is a starting point: no
 # benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
 AUTO_WHOLE_SPACE_MAX = 16
-# A Gaussian process (`gp`) for budgets up to GP_MAX_TRIALS (bench/tabular.py), whose suggestions cost
-# 0.1-0.2 s each there and grow with every trial (bench/suggestion_latency.py); over numeric ranges,
-# CMA-ES (`cmaes`) from CMAES_MIN_TRIALS, where TPE's own suggestions pass 50 ms (94 ms after 10,000
-# trials, cmaes 10 ms).
+# A Gaussian process (`gp`) for budgets up to GP_MAX_TRIALS (bench/tabular.py), beyond which its
+# suggestions grow slow; over numeric ranges, CMA-ES (`cmaes`) from CMAES_MIN_TRIALS, before TPE's own
+# pass 50 ms each (both: bench/suggestion_latency.py).
 GP_MAX_TRIALS = 50
 CMAES_MIN_TRIALS = 2000
 
