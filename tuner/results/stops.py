@@ -58,14 +58,13 @@ def describe(row: dict[str, Any]) -> str:
             f"{_num(row.get('rung'))}) lie on Pareto fronts of {', '.join(row['pareto'])} ahead of it, "
             f"{share} 1/{_num(row.get('reduction_factor'))} of them"
         )
-    if cutoff is None:
-        return f"{scheduler}: {metric} {value} at epoch {epoch} ({_where(row)}), the first there: nothing to compare"
-    return f"{scheduler}: {metric} {value} {relation} cutoff {_num(cutoff)} at epoch {epoch} ({_where(row)})"
-
-
-def _where(row: dict[str, Any]) -> str:
     where = f"rung {_num(row.get('rung'))}"
-    return where if row.get("bracket") is None else f"{where}, bracket {row['bracket']}"
+    if row.get("bracket") is not None:
+        where += f", bracket {row['bracket']}"
+    if cutoff is None:
+        return f"{scheduler}: {metric} {value} at epoch {epoch} ({where}), the first there: nothing to compare"
+    compared = _CUTOFF_WORDS.get(scheduler, "cutoff {}").format(_num(cutoff))
+    return f"{scheduler}: {metric} {value} {relation} {compared} at epoch {epoch} ({where})"
 
 
 def _median(row: dict[str, Any], relation: str) -> str:
@@ -75,16 +74,11 @@ def _median(row: dict[str, Any], relation: str) -> str:
     )
 
 
-def _halving(row: dict[str, Any], relation: str) -> str:
-    said = f"bohb: {row.get('metric', '?')} {_num(row.get('value'))}"
-    if row.get("cutoff") is None:
-        return f"{said} at epoch {row.get('epoch')} ({_where(row)}), the first there: nothing to compare"
-    return f"{said} {relation} {_num(row.get('cutoff'))}, the worst kept, at epoch {row.get('epoch')} ({_where(row)})"
-
-
-# The decisions whose sentence is not a rung's cutoff, by the name their recording scheduler writes in its
-# rows (tuner/search/decisions.py): the median stopping rule's and BOHB's synchronous halving.
-_OWN_SENTENCES: dict[str, Callable[[dict[str, Any], str], str]] = {"median": _median, "bohb": _halving}
+# By the name a recording scheduler writes in its rows (tuner/search/decisions.py): the median stopping
+# rule's decisions are a sentence of their own (no rungs); BOHB's synchronous halving compares with the
+# worst value kept at the rung, where ASHA and HyperBand compare with a cutoff.
+_OWN_SENTENCES: dict[str, Callable[[dict[str, Any], str], str]] = {"median": _median}
+_CUTOFF_WORDS = {"bohb": "{}, the worst kept,"}
 
 
 def stop_rows(decisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -101,10 +101,9 @@ def plan(
             f"space {spec.name}: {points * trials} trials in all ({points} grid points x {trials} samples), "
             f"more than {MAX_TRIALS}: {TRIALS_WHY}; search fewer grid values, or --search random over them"
         )
-    epochs = spec.budget.epochs
-    scheduler = searcher.own_scheduler(epochs) or stopping.build(
-        spec.param_space, epochs, tuning.pbt_mutable, objective.objectives
-    )
+    scheduler = searcher.own_scheduler(spec.budget.epochs)
+    if scheduler is None:  # the searcher brings none of its own (bohb does): the one asked for
+        scheduler = stopping.build(spec.param_space, spec.budget.epochs, tuning.pbt_mutable, objective.objectives)
     budget = dataclasses.replace(spec.budget, num_samples=num_samples)
     return SearchPlan(
         tuning, budget, trials, param_space, scheduler, tuple(notices), seed, spec.param_space, objective, warm,
