@@ -10,6 +10,12 @@ The cases (best_val_acc, plus noise of 0.005):
 Each table also has `noise` (uniform, ignored) and a constant `batch_size`.
 
     python bench/importance_evaluators.py --seeds 10 --trials 8 12 20 40 80
+
+`--intervals` asks instead how many trees each bootstrap resample's fANOVA forest needs: the interval's
+width (high - low) of the deciding and of the noise hyperparameter, and the seconds per `importance()`,
+for each `--resample-trees` count, on the `lr` case.
+
+    python bench/importance_evaluators.py --intervals --seeds 5 --trials 20 60 300 1000
 """
 
 import argparse
@@ -19,7 +25,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from tuner.results.importance import EVALUATORS, importance
+from tuner.results.importance import EVALUATORS, RESAMPLE_TREES, TREES, importance, importances
 from tuner.settings import Objective
 from tuner.storage.meta import ExperimentMeta
 
@@ -55,6 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--trials", type=int, nargs="+", default=[8, 12, 20, 40, 80])
+    parser.add_argument("--intervals", action="store_true", help="compare the resamples' forest sizes instead")
+    parser.add_argument("--resample-trees", type=int, nargs="+", default=[TREES, RESAMPLE_TREES])
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     meta = ExperimentMeta(
@@ -62,6 +70,9 @@ def main() -> None:
         params=["lr", "optimizer", "momentum", "noise", "batch_size"],
         objective=Objective("val_acc", "max"),
     )
+    if args.intervals:
+        intervals(meta, args.seeds, args.trials, args.resample_trees)
+        return
     rows = []
     for evaluator in EVALUATORS:
         for case in CASES:
@@ -84,6 +95,33 @@ def main() -> None:
                         "s per importance()": round(seconds / args.seeds, 2),
                     }
                 )
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+def intervals(meta: ExperimentMeta, seeds: int, trial_counts: list[int], tree_counts: list[int]) -> None:
+    rows = []
+    for n in trial_counts:
+        for trees in tree_counts:
+            widths: dict[str, list[float]] = {"lr": [], "noise": []}
+            seconds = 0.0
+            for seed in range(seeds):
+                trials = table("lr", n, seed)
+                start = time.perf_counter()
+                objective = [(meta.objective.metric, meta.objective.mode)]
+                frame = importances(trials, list(meta.params), objective, "fanova", trees)["val_acc"]
+                seconds += time.perf_counter() - start
+                frame = frame.set_index("param")
+                for param, found in widths.items():
+                    found.append(float(frame.loc[param, "high"] - frame.loc[param, "low"]))
+            rows.append(
+                {
+                    "trials": n,
+                    "resample trees": trees,
+                    "lr interval (median width)": round(float(np.median(widths["lr"])), 3),
+                    "noise interval (median width)": round(float(np.median(widths["noise"])), 3),
+                    "s per importance()": round(seconds / seeds, 2),
+                }
+            )
     print(pd.DataFrame(rows).to_string(index=False))
 
 

@@ -35,7 +35,8 @@ differs from all trials' by chance). PED-ANOVA's top set is the best 10% of tria
 
 An importance is the hyperparameter's share of the total (they add up to 1 over those assessed; all 0
 when none matters), and `low` and `high` bound it: the `INTERVAL` quantiles of that share over `REPEATS`
-bootstrap resamples of the scored trials. With a handful of trials the numbers are rough, and the interval
+bootstrap resamples of the scored trials (from `LARGE` trials, fANOVA fits each resample with a smaller
+forest). With a handful of trials the numbers are rough, and the interval
 says how rough; like the share, it stays within 0 and 1 (a mean plus or minus a std would not). Under
 an early-stopping scheduler the trials it stopped are scored on fewer epochs, so the importance also
 reflects which trials the scheduler let run on. Fewer than `MIN_TRIALS` scored trials is a TunerError.
@@ -69,6 +70,10 @@ INTERVAL = (0.05, 0.95)  # the quantiles of the resampled shares that bound an i
 # (x REPEATS); 32 trees of depth 6 take a tenth of that and rank the synthetic cases of
 # tests/results/test_importance.py and bench/importance_evaluators.py as well.
 TREES, DEPTH = 32, 6
+# From this many scored trials each bootstrap resample is fitted with a forest of RESAMPLE_TREES: the
+# resampling's spread is then narrow, and the smaller forest keeps it so at under half the cost; below, it
+# would widen the interval by a third (bench/README.md, importance intervals).
+LARGE, RESAMPLE_TREES = 200, 8
 TOP_TRIALS = 5  # PED-ANOVA's top quantile holds at least this many trials (at most half of them)
 TOP_QUANTILE = 0.1  # ... and otherwise optuna's default 10%
 # Beyond this many scored trials a seeded random sample of them is assessed: the forest and the Parzen
@@ -108,9 +113,9 @@ def _distribution(values: list[Any]) -> tuple[BaseDistribution, _Encode] | None:
     return (CategoricalDistribution(texts), str) if len(texts) > 1 else None
 
 
-def _evaluator(name: str, trials: int) -> BaseImportanceEvaluator:
+def _evaluator(name: str, trials: int, trees: int) -> BaseImportanceEvaluator:
     if name == "fanova":
-        return FanovaImportanceEvaluator(n_trees=TREES, max_depth=DEPTH, seed=SEED)
+        return FanovaImportanceEvaluator(n_trees=trees, max_depth=DEPTH, seed=SEED)
     return PedAnovaImportanceEvaluator(target_quantile=max(TOP_QUANTILE, min(0.5, TOP_TRIALS / trials)))
 
 
@@ -134,6 +139,7 @@ def _shares(
     mode: str,
     assessed: list[str],
     evaluator: str,
+    trees: int = TREES,
 ) -> dict[str, float]:
     """Each assessed hyperparameter's share of the importance on these trials (0 for one they never use)."""
     study = optuna.create_study(direction="maximize" if mode == "max" else "minimize")
@@ -150,7 +156,7 @@ def _shares(
     if present and np.ptp(scores) > 0:
         try:
             raw = optuna.importance.get_param_importances(
-                study, evaluator=_evaluator(evaluator, len(scores)), params=present, normalize=False
+                study, evaluator=_evaluator(evaluator, len(scores), trees), params=present, normalize=False
             )
         except RuntimeError as error:
             if "zero total variance" not in str(error):
@@ -160,7 +166,7 @@ def _shares(
 
 
 def _objective_importance(
-    trials: pd.DataFrame, params: list[str], metric: str, mode: str, evaluator: str
+    trials: pd.DataFrame, params: list[str], metric: str, mode: str, evaluator: str, resample_trees: int | None
 ) -> pd.DataFrame:
     score = best_column(metric)
     rows = report.scored(trials, metric)
@@ -193,6 +199,8 @@ def _objective_importance(
     scores = rows[score].to_numpy(float)
     means = dict.fromkeys(params, 0.0) | {p: math.nan for p in read if p not in assessed}
     lows, highs = dict(means), dict(means)
+    if resample_trees is None:
+        resample_trees = RESAMPLE_TREES if len(scores) >= LARGE else TREES
     if assessed:
         with _quiet():
             means.update(_shares(trial_params, trial_distributions, scores, mode, assessed, evaluator))
@@ -208,6 +216,7 @@ def _objective_importance(
                         mode,
                         assessed,
                         evaluator,
+                        resample_trees,
                     )
                 )
         for p in assessed:
@@ -229,15 +238,23 @@ def _objective_importance(
 
 
 def importances(
-    trials: pd.DataFrame, params: list[str], objectives: list[MetricMode], evaluator: str = AUTO
+    trials: pd.DataFrame,
+    params: list[str],
+    objectives: list[MetricMode],
+    evaluator: str = AUTO,
+    resample_trees: int | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Per objective metric, one row per hyperparameter (param, importance, low, high), most important first,
     with the evaluator's name in `.attrs["evaluator"]` (and `.attrs["sampled"]`, (assessed, scored), when
     a sample was assessed); see the module docstring. Each objective is
-    assessed on its own scored trials, in its own mode."""
+    assessed on its own scored trials, in its own mode. `resample_trees` sizes each bootstrap resample's
+    fANOVA forest (None: by the number of trials, as the module docstring says)."""
     if evaluator not in (AUTO, *EVALUATORS):
         raise TunerError(f"unknown importance evaluator {evaluator!r}; use one of: {', '.join((AUTO, *EVALUATORS))}")
-    return {metric: _objective_importance(trials, params, metric, mode, evaluator) for metric, mode in objectives}
+    return {
+        metric: _objective_importance(trials, params, metric, mode, evaluator, resample_trees)
+        for metric, mode in objectives
+    }
 
 
 def importance(trials: pd.DataFrame, meta: ExperimentMeta, evaluator: str = AUTO) -> pd.DataFrame:
