@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tuner import cli
 from tuner.command import tuner_command
 from tuner.execution import cluster_token
+from tuner.results import summary
 
 INSTALLED = Path(sys.executable).parent / "tuner"
 
@@ -71,9 +71,9 @@ def _installation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scripts: tupl
 
 def test_the_next_steps_name_each_tool_or_the_extra_that_installs_it(monkeypatch, tmp_path, capsys, uncached):
     bin_dir = _installation(monkeypatch, tmp_path, ("pip", "tensorboard"))
-    cli._next_steps("/results/my run", {"lr": 0.01})
+    summary.next_steps("/results/my run", {"lr": 0.01})
     lines = dict(line.split(":", 1) for line in capsys.readouterr().out.strip().splitlines()[1:])
-    notebook = cli.NOTEBOOKS / "quick_look.ipynb"
+    notebook = summary.NOTEBOOKS / "quick_look.ipynb"
     assert notebook.is_file()  # package data: where the package is, not where the user is
     # This checkout runs from its folder, so the extra goes into it editably, with this installation's pip.
     as_root = " --allow-root" if os.geteuid() == 0 else ""  # Jupyter refuses root without it
@@ -85,7 +85,7 @@ def test_the_next_steps_name_each_tool_or_the_extra_that_installs_it(monkeypatch
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin")
     (bin_dir / "jupyter-lab").write_text("#!/bin/sh\n")
     (bin_dir / "jupyter-lab").chmod(0o755)
-    cli._next_steps("/results/my run", {"lr": 0.01})
+    summary.next_steps("/results/my run", {"lr": 0.01})
     out = capsys.readouterr().out
     assert f"notebook:     {notebook_line}\n" in out
     assert f"tensorboard:  {bin_dir}/tensorboard --logdir '/results/my run'\n" in out
@@ -93,7 +93,7 @@ def test_the_next_steps_name_each_tool_or_the_extra_that_installs_it(monkeypatch
 
 def test_a_bucket_experiment_gets_quoted_commands_and_no_tensorboard_line(capsys):
     uri = "s3://bucket/results/run?endpoint_override=127.0.0.1:9000&scheme=http"
-    cli._next_steps(uri, {"lr": 0.01})
+    summary.next_steps(uri, {"lr": 0.01})
     out = capsys.readouterr().out
     assert f"html report:  {tuner_command()} report '{uri}' --html\n" in out
     assert f"TUNER_EXPERIMENT='{uri}' " in out

@@ -21,13 +21,10 @@ Everything here is imported on first use, not with `import tuner`: the training 
 modules inside Ray's worker processes and must not pull Ray Tune in with them.
 """
 
-import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-# The environment as the user gave it, before Ray and torch add variables of their own: what the trials
-# of a kept Ray instance must see as those of a run's own instance would (tuner/execution/kept_ray.py).
-ENVIRONMENT_AT_IMPORT = dict(os.environ)
+from tuner import environment  # noqa: F401  (first: its copy of the environment is the user's own)
 
 __all__ = [
     "Budget",
@@ -59,26 +56,27 @@ _LOCATIONS = {
     "Budget": ("tuner.settings.experiment", "Budget"),
     "Resources": ("tuner.settings.experiment", "Resources"),
     "Tuning": ("tuner.settings.experiment", "Tuning"),
-    "Outcome": ("tuner.driver", "Outcome"),
+    "Outcome": ("tuner.results.outcome", "Outcome"),
     "run": ("tuner.driver", "run"),
     "resume": ("tuner.driver", "resume"),
     "extend": ("tuner.driver", "extend"),
     "Experiment": ("tuner.results.analysis", "Experiment"),
     "load": ("tuner.results.analysis", "load"),
-    "TrialStatus": ("tuner.results.status", "TrialStatus"),
-    "SCORED": ("tuner.results.status", "SCORED"),
+    "TrialStatus": ("tuner.trial_status", "TrialStatus"),
+    "SCORED": ("tuner.trial_status", "SCORED"),
     "TunerError": ("tuner.errors", "TunerError"),
 }
 
 if TYPE_CHECKING:
-    from tuner.driver import Outcome, extend, resume, run
+    from tuner.driver import extend, resume, run
     from tuner.errors import TunerError
     from tuner.results.analysis import Experiment, load
-    from tuner.results.status import SCORED, TrialStatus
+    from tuner.results.outcome import Outcome
     from tuner.settings.experiment import Budget, Objective, Resources, Tuning
     from tuner.settings.run import Cluster, RunOptions
     from tuner.spec.space import ExperimentSpec
     from tuner.spec.space import load as load_space
+    from tuner.trial_status import SCORED, TrialStatus
 
 
 def __getattr__(name: str) -> Any:

@@ -7,21 +7,17 @@ import dataclasses
 import io
 import logging
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tuner.command import as_submitted, tuner_command, tuner_hint, with_extra
+from tuner.command import tuner_command, tuner_hint
 from tuner.data import local_root
 from tuner.errors import INTERRUPTED, Interrupted, TunerError
 from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
     submission,
 )
-from tuner.results.columns import best_column, is_blank
-from tuner.results.status import UNFINISHED
 from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
@@ -35,14 +31,12 @@ from tuner.storage.trial_names import trial_id_of
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tuner.driver import Outcome
     from tuner.storage.meta import Damaged, ExperimentMeta
 
 DEFAULT_SPACE = "digits_mlp"
 DEFAULT_TOP = 10
 TABLE_FORMATS = ("md", "csv", "json")
 USAGE_ERROR = 2
-NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"  # package data: installed with tuner
 VERBOSE_HELP = "Ray's own full output: a table per trial, every log line"
 QUIET_HELP = "print only the final summary"
 # Run settings that `submit` forwards to `tuner run` on the cluster; its storage path and the cluster
@@ -279,8 +273,9 @@ def _run(args: argparse.Namespace) -> int:
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=cluster)
     local_root.check(space.dataset, options.data_dir)  # before torch loads too (the driver checks it for tuner.run)
     from tuner.driver import run  # torch and Ray's runtime load once the input is checked
+    from tuner.results.summary import summarize
 
-    return _summarize(run(space, options))
+    return summarize(run(space, options))
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
@@ -324,145 +319,28 @@ def _submit(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from tuner.driver import resume
+    from tuner.results.summary import summarize
 
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
     outcome = resume(_experiment(args), options)
     if outcome.nothing_to_resume:
         print(outcome.nothing_to_resume)
         return 0
-    return _summarize(outcome)
+    return summarize(outcome)
 
 
 def _extend(args: argparse.Namespace) -> int:
     from tuner.driver import extend
+    from tuner.results.summary import summarize
 
     options = RunOptions(**_given(args, RunOptions), verbose=_verbosity(args), cluster=Cluster(**_given(args, Cluster)))
-    return _summarize(extend(_experiment(args), args.num_samples, options))
-
-
-def _summarize(outcome: "Outcome") -> int:
-    from tuner.results import report
-    from tuner.training.result_keys import COSTS
-
-    trials, path, meta = outcome.trials, outcome.experiment_path, outcome.meta
-    if outcome.unread:
-        print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
-    print()
-    print(f"experiment: {path}")
-    print(f"report:     {filesystem.join(path, report.TRIALS_CSV)} ({tuner_hint('report', path)})")
-    if devices := _devices(trials, meta):
-        print(f"devices:    {devices}")
-    # The counts of the live view's last line, `tuner list` and `tuner report`: every trial of the
-    # experiment, the ones Ray never created included.
-    counts, total = report.tally(trials, meta), report.total_trials(trials, meta)
-    done = total - sum(counts.get(status, 0) for status in UNFINISHED)
-    interrupted = done < total and not meta.stopped_by
-    if meta.stopped_by:
-        print(f"stopped:    {meta.stopped_by}; {done} of {total} trials done ({report.describe(counts)})")
-    elif interrupted:
-        print(
-            f"interrupted: {done} of {total} trials done ({report.describe(counts)}); "
-            f"continue with: {tuner_hint('resume', path)}"
-        )
-    scored = report.scored(trials, outcome.metric)
-    if scored.empty:
-        print(
-            f"no trial completed ({report.describe(counts) or 'none recorded'}); "
-            "the report lists each trial's status and error"
-        )
-        return INTERRUPTED if interrupted else 1
-    best = scored.iloc[0]
-    _front(trials, meta)
-    # A conditional key the best trial did not have is blank in the report, and left out here.
-    params = [key for key in outcome.params if not is_blank(best[key])]
-    config = ", ".join(f"{key}={best[key]}" for key in params)
-    print(
-        f"best trial: {best['trial_id']}  {best_column(outcome.metric)}={best[best_column(outcome.metric)]:.4g} "
-        f"(epoch {best['best_epoch']})  {config}"
-    )
-    if costs := _costs(best, COSTS):
-        print(f"model:      {costs}")
-    _next_steps(path, {key: best[key] for key in params})
-    return INTERRUPTED if interrupted else 0
-
-
-def _costs(best: "pd.Series", names: Sequence[str]) -> str:
-    """What the best trial's model costs, as tuner measured it (tuner/training/model_costs.py):
-    `params=151306  latency_ms=1.41`; "" for a loop that measured neither."""
-    import pandas as pd
-
-    shown = [(name, best.get(name)) for name in names if pd.notna(best.get(name))]
-    return "  ".join(f"{name}={int(value) if name == 'params' else f'{value:.3g}'}" for name, value in shown)
-
-
-FRONT_SHOWN = 5  # the summary's lines of the Pareto front; the report has all of it
-
-
-def _front(trials: "pd.DataFrame", meta: "ExperimentMeta") -> None:
-    """With several objectives, the Pareto front in a few lines; with constraints, how many met them."""
-    from tuner.results import objectives
-
-    objective = meta.objective
-    if objective.constraints:
-        met = int(trials[objectives.FEASIBLE].sum())
-        none = "; none does, so the best trial below breaks one" if not met else ""
-        print(f"feasible:   {met} of {len(trials)} trials meet {', '.join(objective.constraints)}{none}")
-    if not objective.several:
-        return
-    front = objectives.front(trials, objective)
-    names = [best_column(metric) for metric, _ in objective.objectives]
-    trials_on_it = f"{len(front)} trial{'' if len(front) == 1 else 's'}"
-    print(f"pareto front: {trials_on_it} ({', '.join(f'{m} {mode}' for m, mode in objective.objectives)})")
-    for _, row in front.head(FRONT_SHOWN).iterrows():
-        print(f"  {row['trial_id']}  " + "  ".join(f"{name}={row[name]:.4g}" for name in names))
-    if len(front) > FRONT_SHOWN:
-        print(f"  ... {len(front) - FRONT_SHOWN} more in the report")
+    return summarize(extend(_experiment(args), args.num_samples, options))
 
 
 def _markdown(table: "pd.DataFrame") -> str:
     """A table for the terminal, a missing value (a conditional key the trial did not have, a GPU figure
     on the CPU) as an empty cell, as in trials.csv, rather than nan or <NA>."""
     return table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".4g", missingval="")
-
-
-def _devices(trials: "pd.DataFrame", meta: "ExperimentMeta") -> str:
-    """Where the trials trained and the most GPU memory they took: `cuda:0 (4 trials per GPU); peak GPU
-    memory 0.28-0.33 GiB per trial`, or `cpu`; "" before any trial reported."""
-    if trials.empty or "device" not in trials:
-        return ""
-    devices = sorted({device for device in trials["device"] if isinstance(device, str) and device})
-    if not devices:
-        return ""
-    line = ", ".join(devices)
-    if (meta.gpus or {}).get("trials_per_gpu", 0) > 1:
-        line += f" ({meta.gpus['trials_per_gpu']} trials per GPU)"  # type: ignore[index]
-    peaks = trials["gpu_peak_gib"].dropna()
-    if len(peaks):
-        line += f"; peak GPU memory {peaks.min():.2g}-{peaks.max():.2g} GiB per trial"
-    return line
-
-
-def _next_steps(path: str, best: dict[str, Any]) -> None:
-    """What to do with the result: the best config to paste, and where to look further; each command runs
-    as printed, pasted into a shell (tuner/command.py)."""
-    plain = {key: value.item() if hasattr(value, "item") else value for key, value in best.items()}
-    print()
-    print(f"best config:  {plain}")
-    if not any("/" in key for key in plain):  # --set pins top-level keys only
-        flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
-        print(f"  as flags:   {flags}")
-    print(f"html report:  {tuner_hint('report', path, '--html')}")
-    experiment, notebook = shlex.quote(path), shlex.quote(str(as_submitted(NOTEBOOKS / "quick_look.ipynb")))
-    # Jupyter refuses to start as root unless told; the notebook reads a bucket as tuner's report does.
-    as_root = " --allow-root" if os.geteuid() == 0 else ""
-    jupyter = with_extra(
-        "notebook", "jupyter-lab", lambda lab: f"TUNER_EXPERIMENT={experiment} {lab}{as_root} {notebook}"
-    )
-    print(f"notebook:     {jupyter}")
-    if not filesystem.is_remote(path):  # TensorBoard reads no bucket through pyarrow's URI (endpoint_override)
-        print(
-            f"tensorboard:  {with_extra('tensorboard', 'tensorboard', lambda board: f'{board} --logdir {experiment}')}"
-        )
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -8,20 +8,25 @@ import sys
 
 from tests.conftest import REPO
 from tuner.execution import console
-from tuner.results.status import SCORED, TrialStatus
+from tuner.trial_status import SCORED, TrialStatus
 
 
-def test_the_live_view_uses_the_reports_words():
-    said = {
-        console.FINISHED: TrialStatus.FINISHED,
-        console.STOPPED_EARLY: TrialStatus.STOPPED_EARLY,
-        console.PAUSED: TrialStatus.PAUSED,
-        console.DIVERGED: TrialStatus.DIVERGED,
-        console.INCOMPLETE: TrialStatus.INCOMPLETE,
-        console.NOT_STARTED: TrialStatus.NOT_STARTED,
-    }
-    assert [str(status) for status in said.values()] == list(said)  # each the report's word for it
-    assert {TrialStatus(word) for word in console.COUNTED} == set(SCORED)
+def test_the_live_view_counts_each_status_in_the_reports_word_for_it():
+    """An experiment's earlier trials (an extension's view) and this run's, ended every way: the last
+    line names each status as `tuner report` and the summary do (report.describe)."""
+    from tuner.results import report
+
+    earlier = {TrialStatus.FINISHED: 3, TrialStatus.ERROR: 1, TrialStatus.DIVERGED: 1}
+    view = console.LiveProgress("acc", "max", ["lr"], 1, earlier_trials=console.EarlierTrials.of(earlier, None))
+    view.total = 4
+    view.ended = {"a": TrialStatus.ERROR, "b": TrialStatus.STOPPED_EARLY, "c": TrialStatus.PAUSED}
+    view.final = ""  # the run is over; a fourth trial never started
+    line = view._status([_ended(trial_id, 0.5, 1) for trial_id in view.ended])
+    for status, count in {TrialStatus.ERROR: 2, TrialStatus.STOPPED_EARLY: 1, TrialStatus.PAUSED: 1}.items():
+        assert report.describe({status: count}) in line, line
+    assert report.describe({TrialStatus.DIVERGED: 1}) in line and "1 not started" in line, line
+    assert line.startswith("8/9 trials done"), line
+    assert {*console.SCORED} == set(SCORED)  # the trials the view's best is chosen from are the report's
 
 
 FINALIZER = """

@@ -232,9 +232,9 @@ def test_a_record_whose_keeper_died_or_that_is_torn_is_forgotten() -> None:
 
 
 def test_the_trials_see_the_variables_this_run_has_otherwise(monkeypatch) -> None:
-    import tuner
+    from tuner import environment
 
-    monkeypatch.setattr(tuner, "ENVIRONMENT_AT_IMPORT", {"HOME": "/h", "PWD": "/a", "TOKEN": "new", "EXTRA": "1"})
+    monkeypatch.setattr(environment, "AT_IMPORT", {"HOME": "/h", "PWD": "/a", "TOKEN": "new", "EXTRA": "1"})
     monkeypatch.setenv("TUNER_DATA_DIR", "/data")
     monkeypatch.delenv("RAY_LOGGER_LEVEL", raising=False)
     monkeypatch.delenv("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", raising=False)

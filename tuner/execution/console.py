@@ -12,7 +12,7 @@ line counts the rest, so 10,000 trials do not print 10,000 lines. What runs at e
 costs the same however many trials came before (the best and the counts are kept as trials end).
 
 Its counts and its best trial mean what the summary, `tuner list` and `tuner report` mean
-(tuner/results/status.py): the total is the experiment's, started or not; a trial running when the run
+(tuner/trial_status.py): the total is the experiment's, started or not; a trial running when the run
 ended is "incomplete" after Ctrl-C and "stopped early" when --stop or the time budget ended the run
 (then a last line says which); the best is the best of the trials that count towards it (SCORED), so
 it is always a trial the summary ranks.
@@ -38,16 +38,15 @@ from tuner.settings.budgets import (
 )
 from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import flatten
+from tuner.trial_status import SCORED, TrialStatus
 
 PLAIN_STATUS_PERIOD_S = 60.0  # a status line this often on a pipe, between trials' ends
 TRIAL_LINES = 100  # ended trials shown a line each; after them, only a new best is
 REDRAW_PERIOD_S = 1.0  # on a terminal
 _CLEAR_LINE = "\r\x1b[2K"
-# The words of tuner/results/status.py, which this stage may not import: a trial's status as the
-# report names it (tests/execution/test_console_words.py keeps them the same).
-FINISHED, STOPPED_EARLY, PAUSED, DIVERGED = "finished", "stopped early", "paused", "diverged"
-INCOMPLETE, NOT_STARTED = "incomplete", "not started"
-COUNTED = (FINISHED, STOPPED_EARLY, PAUSED)  # status.SCORED: the trials the best is chosen from
+FINISHED, STOPPED_EARLY, PAUSED = TrialStatus.FINISHED, TrialStatus.STOPPED_EARLY, TrialStatus.PAUSED
+DIVERGED, ERROR = TrialStatus.DIVERGED, TrialStatus.ERROR
+INCOMPLETE, NOT_STARTED = TrialStatus.INCOMPLETE, TrialStatus.NOT_STARTED
 
 
 def _value(value: Any) -> str:
@@ -65,7 +64,7 @@ class EarlierTrials:
     run of its own): counted and ranked with its own, so that the view speaks of the whole experiment,
     as the summary does. They have all ended (an experiment is extended only then)."""
 
-    ended: dict[str, int] = field(default_factory=dict)  # how -> trials, in this view's words
+    ended: dict[TrialStatus, int] = field(default_factory=dict)  # how each ended -> trials
     best: tuple[float, str, str] | None = None  # (best score, trial id, its config as shown)
     best_feasible: bool = True  # whether that trial meets the constraints (the report ranks those first)
 
@@ -75,10 +74,12 @@ class EarlierTrials:
 
     @classmethod
     def of(
-        cls, statuses: dict[str, int], best: tuple[float, str, dict[str, Any]] | None, best_feasible: bool = True
+        cls,
+        ended: dict[TrialStatus, int],
+        best: tuple[float, str, dict[str, Any]] | None,
+        best_feasible: bool = True,
     ) -> "EarlierTrials":
         """From the report's counts (status -> trials) and its best trial (score, id, config)."""
-        ended = {("errored" if status == "error" else status): count for status, count in statuses.items()}
         if best is None:
             return cls(ended)
         score, trial_id, config = best
@@ -136,8 +137,8 @@ class LiveProgress(tune.Callback):
         self.started = time.monotonic()
         self.drawn = False  # the status line is on the screen, with no newline after it
         self.last_status = 0.0
-        self.ended: dict[str, str] = {}  # trial id -> finished | stopped early | errored | diverged
-        self.earlier: dict[str, str] = {}  # the same, for trials that ended in an earlier run (a resume)
+        self.ended: dict[str, TrialStatus] = {}  # trial id -> how it ended
+        self.earlier: dict[str, TrialStatus] = {}  # the same, for trials that ended in an earlier run (a resume)
         self.reached_by: str | None = None  # the first trial to report a result that meets --stop
         self.final: str | None = None  # the run is over: what ended it in words, or "" when no budget did
         self.best: tuple[float, str, str] | None = None  # of the trials that ended in this run and count
@@ -152,7 +153,7 @@ class LiveProgress(tune.Callback):
         for trial in trials:
             if trial.trial_id not in self.earlier and trial.trial_id not in self.ended:
                 if trial.status == Trial.ERROR:
-                    self.earlier[trial.trial_id] = "errored"
+                    self.earlier[trial.trial_id] = ERROR
                 elif trial.status == Trial.TERMINATED:
                     self.earlier[trial.trial_id] = self._completed(trial)
                     self._count_towards_best(trial, self.earlier[trial.trial_id])
@@ -176,7 +177,7 @@ class LiveProgress(tune.Callback):
         self._trial_ended(trials, trial, self._completed(trial))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._trial_ended(trials, trial, "errored")
+        self._trial_ended(trials, trial, ERROR)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         # Tune ends the trials still running (Ctrl-C, --stop, the time budget) without the hooks above.
@@ -188,12 +189,12 @@ class LiveProgress(tune.Callback):
 
     # What is shown
 
-    def _completed(self, trial: Trial) -> str:
+    def _completed(self, trial: Trial) -> TrialStatus:
         if self._epochs_of(trial) == 0:  # --stop or the time budget ended it while it waited
             return NOT_STARTED
         if trial.last_result and trial.last_result.get("diverged") in (True, 1):
             return DIVERGED
-        return "finished" if self._epochs_of(trial) >= self.epochs else "stopped early"
+        return FINISHED if self._epochs_of(trial) >= self.epochs else STOPPED_EARLY
 
     def _stopped_by(self, trials: list[Trial]) -> str:
         """What ended the run when it was --stop or the time budget, as tuner/execution/tune_run.py
@@ -209,13 +210,13 @@ class LiveProgress(tune.Callback):
             return time_budget_reached(self.time_budget)
         return ""
 
-    def _how_it_ended(self, trial: Trial) -> str | None:
+    def _how_it_ended(self, trial: Trial) -> TrialStatus | None:
         if trial.trial_id in self.ended:  # Tune calls the hooks before it sets the trial's status
             return self.ended[trial.trial_id]
         if trial.trial_id in self.earlier:
             return self.earlier[trial.trial_id]
         if trial.status == Trial.ERROR:
-            return "errored"
+            return ERROR
         if self.final is None:
             return None
         # The run is over; as the report names these (tuner/results/report.py, _status).
@@ -228,14 +229,14 @@ class LiveProgress(tune.Callback):
         # after (RUNNING: incomplete).
         return STOPPED_EARLY if self.final else INCOMPLETE
 
-    def _trial_ended(self, trials: list[Trial], trial: Trial, how: str) -> None:
+    def _trial_ended(self, trials: list[Trial], trial: Trial, how: TrialStatus) -> None:
         self.ended[trial.trial_id] = how
         self.earlier.pop(trial.trial_id, None)  # errored in an earlier run, and run again in this one
         new_best = self._count_towards_best(trial, how)
         shown = len(self.ended)
         if shown <= TRIAL_LINES or new_best:
             epochs = self._epochs_of(trial)
-            said = {"stopped early": f"stopped early at epoch {epochs}", "errored": f"errored in epoch {epochs + 1}"}
+            said = {STOPPED_EARLY: f"stopped early at epoch {epochs}", ERROR: f"errored in epoch {epochs + 1}"}
             best = self._best_of(trial)
             score = f"  best {self.metric}={_value(best)}" if best is not None else ""
             done = self.earlier_trials.total + len(self.ended) + len(self.earlier)
@@ -250,10 +251,10 @@ class LiveProgress(tune.Callback):
         if sys.stdout.isatty() and time.monotonic() - self.last_status >= REDRAW_PERIOD_S:
             self._draw(trials)
 
-    def _count_towards_best(self, trial: Trial, how: str) -> bool:
+    def _count_towards_best(self, trial: Trial, how: TrialStatus) -> bool:
         """Whether the trial, just ended, is the best so far; kept as trials end, so that the live view
         never ranks every trial again. A tie goes to the lower trial id, as in the report's ranking."""
-        if how not in COUNTED or (score := self._best_of(trial)) is None:
+        if how not in SCORED or (score := self._best_of(trial)) is None:
             return False
         feasible = self._feasible(trial)
         if self.best is not None:
@@ -281,7 +282,7 @@ class LiveProgress(tune.Callback):
         elapsed = time.monotonic() - self.started
         earlier = self.earlier_trials
         parts = [f"{earlier.total + len(ended)}/{earlier.total + total} trials done"]
-        shown = ("stopped early", "paused", "diverged", "errored")
+        shown = (STOPPED_EARLY, PAUSED, DIVERGED, ERROR)
         parts += [f"{count} {how}" for how in shown if (count := ended.count(how) + earlier.ended.get(how, 0))]
         if self.final is not None:  # the run is over: nothing runs or waits any more
             if incomplete := hows.count(INCOMPLETE):
@@ -333,7 +334,7 @@ class LiveProgress(tune.Callback):
         if self.final is None:
             scored = [(self.best_feasible, self.best)] if self.best is not None else []
         else:
-            counted = [trial for trial in trials if self._how_it_ended(trial) in COUNTED]
+            counted = [trial for trial in trials if self._how_it_ended(trial) in SCORED]
             scored = [
                 (self._feasible(trial), (score, trial.trial_id, self._config(trial)))
                 for trial in counted

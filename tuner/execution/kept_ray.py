@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]  # no stubs
 
+from tuner import environment
 from tuner.errors import TunerError
 
 RUNTIME_DIR_ENV = "TUNER_RUNTIME_DIR"  # where the record lives; tests give each their own
@@ -143,10 +144,8 @@ def unusable_here(kept: Kept) -> str | None:
 def run_environment() -> dict[str, str]:
     """The environment a run's own local instance would give its trials: the user's, and what tuner
     sets for the run (call it where tuner has set that)."""
-    import tuner
-
     given = {name: os.environ[name] for name in RUN_VARIABLES if name in os.environ}
-    return {**tuner.ENVIRONMENT_AT_IMPORT, **given}
+    return {**environment.AT_IMPORT, **given}
 
 
 def environment_changes(kept: Kept) -> dict[str, str]:

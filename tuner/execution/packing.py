@@ -14,7 +14,8 @@ check the rule over many cases in milliseconds.
 
 import math
 from dataclasses import dataclass
-from typing import Any
+
+from tuner.storage.meta import GpuRecord
 
 GIB = 2**30
 # The smoke step runs one batch: later batches, evaluation and the caching allocator's fragmentation
@@ -56,17 +57,17 @@ class GpuPlan:
     setting: float | str  # what was asked for: "auto" or the number given
     measured: Measured | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> GpuRecord:
         """As tuner.json keeps it (beside the resolved resources)."""
-        return {
-            "setting": self.setting,
-            "gpus_per_worker": self.gpus_per_worker,
-            "trials_per_gpu": self.trials_per_gpu,
-            "why": self.line,
-            "peak_gib": round(self.measured.peak_bytes / GIB, 4) if self.measured else None,
-            "gpu_gib": round(self.measured.gpu_bytes / GIB, 2) if self.measured else None,
-            "step_s": round(self.measured.step_s, 4) if self.measured else None,
-        }
+        return GpuRecord(
+            setting=self.setting,
+            gpus_per_worker=self.gpus_per_worker,
+            trials_per_gpu=self.trials_per_gpu,
+            why=self.line,
+            peak_gib=round(self.measured.peak_bytes / GIB, 4) if self.measured else None,
+            gpu_gib=round(self.measured.gpu_bytes / GIB, 2) if self.measured else None,
+            step_s=round(self.measured.step_s, 4) if self.measured else None,
+        )
 
 
 def trials_per_gpu(peak_bytes: int, gpu_bytes: int, cpus_per_gpu: float, cpus_per_worker: float) -> tuple[int, str]:

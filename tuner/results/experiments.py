@@ -19,12 +19,12 @@ from tuner.command import tuner_command
 from tuner.errors import TunerError
 from tuner.results import report
 from tuner.results.columns import best_column
-from tuner.results.status import UNFINISHED
 from tuner.settings.budgets import format_duration
 from tuner.settings.run import DEFAULT_STORAGE_PATH
 from tuner.storage import filesystem
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
+from tuner.trial_status import UNFINISHED
 
 RUNNING_WINDOW_S = 30.0
 STATE_GLOB = "experiment_state-"  # Ray Tune's file, rewritten while the run lasts

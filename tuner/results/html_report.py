@@ -18,11 +18,11 @@ from tuner.errors import TunerError
 from tuner.results import report, stops, visualization
 from tuner.results.columns import best_column
 from tuner.results.importance import INTERVAL, REPEATS, importances
-from tuner.results.status import TrialStatus
 from tuner.results.visualization import _common
 from tuner.settings.objectives import describe
 from tuner.storage import decisions, filesystem
 from tuner.storage.meta import ExperimentMeta
+from tuner.trial_status import TrialStatus
 
 REPORT_FILE = "report.html"
 DPI = 100

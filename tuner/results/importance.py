@@ -2,7 +2,7 @@
 evaluators rather than a model of tuner's own.
 
 The trials table is turned into an in-memory optuna study: one complete trial per scored trial (status in
-`tuner.results.status.SCORED`, with a finite best_<metric>), its value that best_<metric> (already the
+`tuner.trial_status.SCORED`, with a finite best_<metric>), its value that best_<metric> (already the
 best over its epochs in the objective's mode) and the study's direction the objective's mode. optuna
 needs each hyperparameter's distribution, which the table does not keep, so it is read from the values:
 
@@ -59,9 +59,9 @@ from optuna.importance import BaseImportanceEvaluator, FanovaImportanceEvaluator
 from tuner.errors import TunerError
 from tuner.results import report
 from tuner.results.columns import best_column, is_blank
-from tuner.results.status import SCORED
 from tuner.results.visualization._common import use_log_scale
 from tuner.storage.meta import ExperimentMeta
+from tuner.trial_status import SCORED
 
 MIN_TRIALS = 4  # below this the importances say nothing a glance at the table doesn't
 REPEATS, SEED = 10, 0  # bootstrap resamples for the interval; the seed of the resampling and of fANOVA's forest

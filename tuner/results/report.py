@@ -20,7 +20,6 @@ from tuner.errors import TunerError
 from tuner.ray_compat import logs, private
 from tuner.results import objectives, stops
 from tuner.results.columns import best_column
-from tuner.results.status import FROM_RAY, SCORED, TrialStatus
 from tuner.settings import Objective
 from tuner.spec.param_space import flatten
 from tuner.storage import decisions, filesystem, saved_state, trial_files
@@ -28,6 +27,7 @@ from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
 from tuner.storage.saved_state import EXPERIMENT_STATE
 from tuner.training.result_keys import BOOKKEEPING, COSTS
+from tuner.trial_status import FROM_RAY, SCORED, TrialStatus
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def _with_earlier_runs(
     own, whose state names only its trials): each extension's `previous_state` adds the trials the
     newest state lacks."""
     for extension in reversed(meta.extensions):
-        if not (name := extension.get("previous_state")):
+        if not (name := extension.previous_state):
             continue
         try:
             earlier = [

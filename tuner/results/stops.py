@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from tuner.results.status import TrialStatus
 from tuner.storage.meta import ExperimentMeta
+from tuner.trial_status import TrialStatus
 
 STOP, EXPLOIT = "stop", "exploit"
 # The columns of one trial's history of decisions, as `tuner report --trial` prints them.

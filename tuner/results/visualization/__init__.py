@@ -2,7 +2,7 @@
 
 Each function takes the frames `tuner.results.report.read_tables` returns (trials, history) and the experiment's
 meta (`tuner.json`), needs no Ray, and returns a `matplotlib.figure.Figure` that is not registered
-with pyplot: save it, or let a notebook display it. Only trials whose status is in `tuner.results.status.SCORED`
+with pyplot: save it, or let a notebook display it. Only trials whose status is in `tuner.trial_status.SCORED`
 count as scored; a plot with nothing to draw returns a figure whose title says why.
 """
 

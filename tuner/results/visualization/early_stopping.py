@@ -10,9 +10,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from tuner.results.status import TrialStatus
 from tuner.results.visualization._common import new_figure, plural, scored
 from tuner.storage.meta import ExperimentMeta
+from tuner.trial_status import TrialStatus
 
 STATUS_COLORS: dict[str, str] = {
     TrialStatus.FINISHED: "tab:green",
