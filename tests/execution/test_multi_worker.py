@@ -148,7 +148,7 @@ def test_pbt_with_two_worker_trials_loads_the_donors_weights_into_every_rank(ray
         # ...and the optimizer trains with this trial's mutated lr.
         assert row["optimizer_lr"] == pytest.approx(row["lr"])
     # After the last epoch nothing is left to train: no trial restarted (a new Ray Train run) to copy another.
-    exploited_at = [row["epoch"] for row in decision_rows(str(experiment)) if row["decision"] == "exploit"]
+    exploited_at = [decided.epoch for decided in decision_rows(str(experiment)) if decided.decision == "exploit"]
     assert exploited_at and max(exploited_at) < 2, exploited_at
 
 

@@ -10,6 +10,7 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from tuner.search import schedulers
+from tuner.search.decision import Decision
 from tuner.search.decisions import Recording, RecordingASHA
 from tuner.storage.decisions import DecisionFile
 
@@ -21,7 +22,7 @@ def _feed(scheduler, values: dict[int, list[float]], epochs: int, one_at_a_time:
     rows, actions = [], []
     scheduler.set_search_properties("val_acc", "max")
     if isinstance(scheduler, Recording):
-        scheduler.record_to(lambda trial, row: rows.append(row))
+        scheduler.record_to(lambda trial, decided: rows.append(decided.to_json()))  # as the file holds it
     trials = [Trial("__fake", stub=True) for _ in values]
     for trial in trials:
         scheduler.on_trial_add(None, trial)
@@ -72,7 +73,7 @@ def test_a_minimised_metric_is_recorded_in_its_own_units():
     scheduler = RecordingASHA("asha", time_attr="training_iteration", max_t=3, grace_period=1, reduction_factor=3)
     rows = []
     scheduler.set_search_properties("val_loss", "min")
-    scheduler.record_to(lambda trial, row: rows.append(row))
+    scheduler.record_to(lambda trial, decided: rows.append(decided.to_json()))  # as the file holds it
     trials = [Trial("__fake", stub=True) for _ in range(3)]
     for trial, loss in zip(trials, (0.2, 0.3, 0.9)):
         scheduler.on_trial_add(None, trial)
@@ -156,4 +157,6 @@ def test_a_scheduler_and_its_decision_file_survive_the_pickling_of_a_saved_exper
     # By module path, not by value: the saved experiment names tuner.search.decisions (PICKLED_BY_PATH).
     assert b"tuner.search.decisions" in cloudpickle.dumps(scheduler)
     assert restored.name == scheduler.name
-    restored.sink(Trial("__fake", stub=True), {"decision": "stop"})  # a trial without storage: nothing to write
+    restored.sink(
+        Trial("__fake", stub=True), Decision("t", decision="stop")
+    )  # a trial without storage: nothing to write

@@ -20,6 +20,7 @@ from tuner.errors import TunerError
 from tuner.ray_compat import logs, private
 from tuner.results import objectives, stops
 from tuner.results.columns import best_column
+from tuner.search.decision import Decision
 from tuner.settings import Objective
 from tuner.spec.param_space import flatten
 from tuner.storage import decisions, filesystem, saved_state, trial_files
@@ -312,7 +313,7 @@ def _most(values: np.ndarray) -> float | None:
 
 
 def _trial_row(
-    trial: Any, columns: _Columns, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, dict[str, Any]]
+    trial: Any, columns: _Columns, meta: ExperimentMeta, metrics: list[str], stopped: dict[str, Decision]
 ) -> dict[str, Any]:
     metric = meta.objective.metric
     at = columns.at.get(trial.trial_id, np.empty(0, dtype=int))

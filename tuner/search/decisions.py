@@ -1,6 +1,7 @@
-"""Ray's schedulers, each telling what it decided and why: a row per decision (the trial, its epoch and
-rung, the value it was judged by, the cutoff that value was compared with, what came of it), handed to a
-`sink` the driver attaches before the run (tuner/storage/decisions.py writes them to decisions.jsonl).
+"""Ray's schedulers, each telling what it decided and why: a `Decision` (tuner/search/decision.py: the
+trial, its epoch and rung, the value it was judged by, the cutoff that value was compared with, what came
+of it), handed to a `sink` the driver attaches before the run (tuner/storage/decisions.py writes them
+to decisions.jsonl).
 
 Each subclass leaves Ray's decision alone and reads the cutoff Ray itself computed for it, where Ray keeps
 it: ASHA's rung cutoff (`_Bracket.cutoff`, read as Ray calls it), the median stopping rule's median of the
@@ -35,13 +36,12 @@ from ray.tune.schedulers import (
     hyperband,
 )
 
+from tuner.search.decision import CONTINUE, EXPLOIT, STOP, Decision
+
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
-# What a row says became of the trial.
-CONTINUE, STOP, EXPLOIT = "continue", "stop", "exploit"
-Row = dict[str, Any]
-Sink = Callable[[Trial, Row], None]
+Sink = Callable[[Trial, Decision], None]
 
 
 class Recording:
@@ -59,19 +59,17 @@ class Recording:
         # Every Ray scheduler keeps these three under these names.
         time_attr, metric, mode = (getattr(self, name) for name in ("_time_attr", "_metric", "_mode"))
         iteration = result.get(time_attr)
-        row: Row = {
-            "scheduler": self.name,
-            "trial_id": trial.trial_id,
-            # tuner's loop reports its epoch; Ray's schedulers count reports (training_iteration), the same
-            # unless a trial restarted from another's checkpoint (PBT).
-            "epoch": _number(result.get("epoch", iteration)),
-            "iteration": _number(iteration),
-            "metric": metric,
-            "mode": mode,
+        decided = Decision(
+            trial_id=trial.trial_id,
+            scheduler=self.name,
+            metric=metric,
+            mode=mode,
+            epoch=_number(result.get("epoch", iteration)),
+            iteration=_number(iteration),
+            at=time.time(),
             **fields,
-            "at": time.time(),
-        }
-        self.sink(trial, row)
+        )
+        self.sink(trial, decided)
 
 
 def _number(value: Any) -> Any:

@@ -20,7 +20,8 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from tuner.search import pareto
-from tuner.search.decisions import CONTINUE, STOP, Recording
+from tuner.search.decision import CONTINUE, STOP
+from tuner.search.decisions import Recording
 
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController

@@ -1,5 +1,5 @@
-"""decisions.jsonl: every scheduler decision of an experiment, one JSON row per line (tuner/search/decisions.py
-says what a row holds), appended by the driver, where Ray runs the scheduler, straight into the experiment
+"""decisions.jsonl: every scheduler decision of an experiment, one JSON row per line (a `Decision` of
+tuner/search/decision.py), appended by the driver, where Ray runs the scheduler, straight into the experiment
 directory in storage: Ray's sync of its driver staging directory never touches it, so it outlives the run
 that wrote it, and a resumed run appends to it. A resumed run's scheduler starts afresh (Ray saves no
 scheduler state) and may judge a trial again at a rung: readers take a trial's last row for that.
@@ -7,10 +7,11 @@ scheduler state) and may judge a trial again at a rung: readers take a trial's l
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow.fs
 
+from tuner.search.decision import Decision
 from tuner.storage import filesystem
 from tuner.storage.trial_files import read_text
 
@@ -29,11 +30,11 @@ class DecisionFile:
 
     warned = False
 
-    def __call__(self, trial: "Trial", row: dict[str, Any]) -> None:
+    def __call__(self, trial: "Trial", decided: Decision) -> None:
         storage = trial.storage
         if storage is None:
             return
-        line = (json.dumps(row) + "\n").encode()
+        line = (json.dumps(decided.to_json()) + "\n").encode()
         try:
             append(storage.storage_filesystem, f"{storage.experiment_fs_path}/{DECISIONS_FILE}", line)
         except OSError as error:
@@ -54,15 +55,15 @@ def append(fs: pyarrow.fs.FileSystem, path: str, data: bytes) -> None:
         filesystem.write_atomic_at(fs, path, before.encode() + data)
 
 
-def read(experiment_path: str) -> list[dict[str, Any]]:
-    """The rows that parse, in the order written (a write cut short leaves a torn last line)."""
+def read(experiment_path: str) -> list[Decision]:
+    """The decisions whose rows parse, in the order written (a write cut short leaves a torn last line)."""
     fs, path = filesystem.filesystem(experiment_path)
-    rows = []
+    found = []
     for line in (read_text(fs, f"{path}/{DECISIONS_FILE}") or "").splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+        if isinstance(row, dict) and (decided := Decision.from_json(row)) is not None:
+            found.append(decided)
+    return found
