@@ -5,7 +5,6 @@ reached by its GCS address (`host:port`), Ray Client (`ray://host:port`) or `aut
 cannot be reached, or that refuses the client's token, fails in seconds, before Ray's own retries.
 """
 
-import contextlib
 import logging
 import os
 import signal
@@ -126,77 +125,11 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             "stays up on its own; leave one of them out"
         )
     if ray.is_initialized():
-        if cluster.address is not None or cluster.dashboard or cluster.keep_ray is not None:
-            given = f"the address {cluster.address}" if cluster.address is not None else "a dashboard"
-            given = "--keep-ray" if cluster.keep_ray is not None else given
-            raise TunerError(
-                f"Ray is already running in this process, so {given} cannot apply; leave it out to run "
-                "the trials on that Ray, or call ray.shutdown() first"
-            )
-        with env.no_preemption_watcher() if private.ray_started_here() else nullcontext():
+        with _in_process(cluster):
             yield
         return
-    with contextlib.ExitStack() as attaching:
-        kept = None
-        if cluster.target == "local":
-            attaching.enter_context(kept_ray.locked())  # until connected: see kept_ray.locked
-            kept = _kept_instance(cluster, ray_logs)
-            if kept is None:
-                attaching.close()
-        target = kept.address if kept is not None else cluster.target
-        dashboard = cluster.dashboard or state_api
-        # A local instance's dashboard port, chosen now (no dashboard, or an existing cluster's: None).
-        local_dashboard = (
-            dashboard_port.for_local_instance(
-                cluster.dashboard_port if cluster.dashboard else None, shown=cluster.dashboard
-            )
-            if target == "local" and dashboard
-            else nullcontext(None)
-        )
-        token = auth_mode = None
-        quiet = ray_logs.upper() != "INFO"
-        if target != "local":
-            check_reachable(target)
-            auth_mode = mode_for(target)
-            with logs.quiet_token_notice(quiet):
-                token = send_token_if_available() if auth_mode != "disabled" else None
-            if auth_mode == "token" and token is None:  # at once, not after Ray's 20 s of retries
-                raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(None)}")
-            if auth_mode != "disabled":
-                check_token_accepted(target, token)
-        try:
-            # The instance's processes take the level as they start; this process's environment is put back.
-            # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
-            # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
-            with (
-                env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
-                env.local_instance_log_level(ray_logs),
-                local_dashboard as port,
-                env.no_preemption_watcher() if cluster.target == "local" else nullcontext(),
-                logs.quiet_token_notice(quiet),
-                logs.quiet_client_notice(quiet),
-            ):
-                if kept is not None:
-                    job_variables: dict[str, str] | None = kept_ray.environment_changes(kept)
-                    if job_variables:
-                        log.info(
-                            "tuner: this run's environment differs from the kept instance's in %s: its trials "
-                            "start processes of their own (a few seconds each) to see it",
-                            ", ".join(sorted(job_variables)),
-                        )
-                elif target != "local":
-                    job_variables = env.cluster_job_variables(verbose, ray_logs)
-                else:
-                    job_variables = None  # a local instance's processes inherit this process's environment
-                context = _init(target, dashboard, port, job_variables)
-        except AuthenticationError:
-            raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
-        except ConnectionError as err:
-            # Ray reports a refused token as a failed connection, after its own retries.
-            raise TunerError(
-                f"cannot connect to a Ray cluster at {target}: {err} (if the cluster uses token "
-                f"authentication, {refusal_hint(token)})"
-            ) from None
+    quiet = ray_logs.upper() != "INFO"
+    context = _attach(cluster, state_api, ray_logs, verbose)
     with logs.quiet_worker_lines(quiet):
         try:
             if context.dashboard_url:
@@ -204,6 +137,113 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             yield
         finally:
             _shutdown()
+
+
+@contextmanager
+def _in_process(cluster: Cluster) -> Iterator[None]:
+    """The Ray this process already runs (see `connect`)."""
+    if cluster.address is not None or cluster.dashboard or cluster.keep_ray is not None:
+        given = f"the address {cluster.address}" if cluster.address is not None else "a dashboard"
+        given = "--keep-ray" if cluster.keep_ray is not None else given
+        raise TunerError(
+            f"Ray is already running in this process, so {given} cannot apply; leave it out to run "
+            "the trials on that Ray, or call ray.shutdown() first"
+        )
+    with env.no_preemption_watcher() if private.ray_started_here() else nullcontext():
+        yield
+
+
+def _attach(cluster: Cluster, state_api: bool, ray_logs: str, verbose: int) -> Any:
+    """ray.init on the run's target: an existing cluster, the instance tuner keeps, or a local one of
+    the run's own; Ray's context."""
+    dashboard = cluster.dashboard or state_api
+    if cluster.target != "local":
+        return _on_cluster(cluster.target, dashboard, ray_logs, verbose)
+    with kept_ray.locked():  # until connected: see kept_ray.locked
+        kept = _kept_instance(cluster, ray_logs)
+        if kept is not None:
+            return _on_kept(kept, dashboard, ray_logs)
+    # A local instance's dashboard port, chosen now.
+    with (
+        dashboard_port.for_local_instance(
+            cluster.dashboard_port if cluster.dashboard else None, shown=cluster.dashboard
+        )
+        if dashboard
+        else nullcontext(None)
+    ) as port:
+        return _started("local", dashboard, port, None, ray_logs, local=True)
+
+
+def _on_cluster(target: str, dashboard: bool, ray_logs: str, verbose: int) -> Any:
+    """An existing cluster, whose processes are given this run's log level and settings in the job's
+    runtime_env (env.cluster_job_variables)."""
+    auth = _authenticated(target, ray_logs)
+    job_variables = env.cluster_job_variables(verbose, ray_logs)
+    return _started(target, dashboard, None, job_variables, ray_logs, local=False, auth=auth)
+
+
+def _on_kept(kept: kept_ray.Kept, dashboard: bool, ray_logs: str) -> Any:
+    """The local instance tuner keeps, whose processes are given what this run's environment has
+    otherwise in the job's runtime_env."""
+    auth = _authenticated(kept.address, ray_logs)
+    job_variables = kept_ray.environment_changes(kept)
+    if job_variables:
+        log.info(
+            "tuner: this run's environment differs from the kept instance's in %s: its trials start processes "
+            "of their own (a few seconds each) to see it",
+            ", ".join(sorted(job_variables)),
+        )
+    return _started(kept.address, dashboard, None, job_variables, ray_logs, local=True, auth=auth)
+
+
+def _authenticated(target: str, ray_logs: str) -> tuple[str | None, str | None]:
+    """The address answers, and accepts this client's token where it asks for one: (its auth mode, the
+    token sent), checked in seconds, not after Ray's 20 s of retries."""
+    check_reachable(target)
+    auth_mode = mode_for(target)
+    with logs.quiet_token_notice(ray_logs.upper() != "INFO"):
+        token = send_token_if_available() if auth_mode != "disabled" else None
+    if auth_mode == "token" and token is None:
+        raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(None)}")
+    if auth_mode != "disabled":
+        check_token_accepted(target, token)
+    return auth_mode, token
+
+
+def _started(
+    target: str,
+    dashboard: bool,
+    port: int | None,
+    job_variables: dict[str, str] | None,
+    ray_logs: str,
+    *,
+    local: bool,
+    auth: tuple[str | None, str | None] = (None, None),
+) -> Any:
+    """ray.init with what every target shares; `local`: the instance runs on this machine (no preemption
+    watcher); a refused token or a failed connection is one line."""
+    auth_mode, token = auth
+    quiet = ray_logs.upper() != "INFO"
+    try:
+        # The instance's processes take the level as they start; this process's environment is put back.
+        # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
+        # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
+        with (
+            env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
+            env.local_instance_log_level(ray_logs),
+            env.no_preemption_watcher() if local else nullcontext(),
+            logs.quiet_token_notice(quiet),
+            logs.quiet_client_notice(quiet),
+        ):
+            return _init(target, dashboard, port, job_variables)
+    except AuthenticationError:
+        raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
+    except ConnectionError as err:
+        # Ray reports a refused token as a failed connection, after its own retries.
+        raise TunerError(
+            f"cannot connect to a Ray cluster at {target}: {err} (if the cluster uses token "
+            f"authentication, {refusal_hint(token)})"
+        ) from None
 
 
 def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None) -> Any:

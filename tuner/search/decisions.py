@@ -15,9 +15,10 @@ their module path is kept in tuner/ray_compat's PICKLED_BY_PATH.
 
 Values and cutoffs are in the metric's own units (Ray negates a minimised metric inside).
 
-What they read is Ray 2.60's private state (the brackets' `_Bracket` classes, `_trial_info`, `_process_bracket`,
-PBT's `_exploit`); a Ray upgrade that moves it fails tests/search/test_decisions.py (no Ray started) and the
-slow runs in tests/e2e/test_strategies_end_to_end.py, which check the rows against the values reported.
+What they read, call and override is Ray 2.60's private state, every name of it listed in
+tuner/ray_compat/schedulers.py (`REACHED_IN`, checked against Ray's classes by a test); the decisions
+themselves are checked by tests/search/test_decisions.py (no Ray started) and the slow runs in
+tests/e2e/test_strategies_end_to_end.py, which compare them with the values reported.
 """
 
 import time
@@ -36,6 +37,7 @@ from ray.tune.schedulers import (
     hyperband,
 )
 
+from tuner.ray_compat import schedulers as ray_schedulers
 from tuner.search.decision import CONTINUE, EXPLOIT, STOP, Decision
 
 if TYPE_CHECKING:
@@ -56,14 +58,13 @@ class Recording:
     def _record(self, trial: Trial, result: dict[str, Any], **fields: Any) -> None:
         if self.sink is None:
             return
-        # Every Ray scheduler keeps these three under these names.
-        time_attr, metric, mode = (getattr(self, name) for name in ("_time_attr", "_metric", "_mode"))
+        time_attr, metric, mode = ray_schedulers.judged_by(self)
         iteration = result.get(time_attr)
         decided = Decision(
             trial_id=trial.trial_id,
             scheduler=self.name,
-            metric=metric,
-            mode=mode,
+            metric=metric or "?",  # set by Tune before the first result
+            mode=mode or "max",
             epoch=_number(result.get("epoch", iteration)),
             iteration=_number(iteration),
             at=time.time(),
@@ -122,7 +123,7 @@ class RecordingASHA(Recording, AsyncHyperBandScheduler):
         if not isinstance(bracket, _Rungs) or bracket.compared is None:
             return action  # between rungs, or at the end of the budget: nothing was compared
         rung, cutoff = bracket.compared
-        op = self._metric_op or 1.0
+        op = ray_schedulers.metric_sign(self)
         self._record(
             trial,
             result,
@@ -265,7 +266,7 @@ class RecordingPBT(Recording, PopulationBasedTraining):
 
     def _exploit(self, tune_controller: "TuneController", trial: Trial, trial_to_clone: Trial) -> None:
         state, donor = self._trial_state[trial], self._trial_state[trial_to_clone]
-        op = self._metric_op or 1.0
+        op = ray_schedulers.metric_sign(self)
         score, donor_score = state.last_score, donor.last_score
         result = dict(state.last_result or {})
         donor_epoch = (donor.last_result or {}).get("epoch", donor.last_train_time)
