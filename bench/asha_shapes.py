@@ -1,11 +1,12 @@
 """`--asha-shapes GRACE:FACTOR ...` for the search benchmarks: ASHA with other grace periods and reduction
-factors beside tuner's default (tuner.search.schedulers.asha.ASHA_SHAPE), to compare them in one run."""
+factors beside tuner's default (the settings `asha_grace_period` and `asha_reduction_factor`), to compare
+them in one run."""
 
 import argparse
-import contextlib
-from collections.abc import Iterator
 
-from tuner.search.schedulers import asha
+from tuner.settings import Tuning
+
+DEFAULT = (Tuning().asha_grace_period, Tuning().asha_reduction_factor)  # tuner's ASHA shape
 
 
 def shape(text: str) -> tuple[int, int]:
@@ -43,14 +44,7 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, tuple[int, int]]]
     ]
 
 
-@contextlib.contextmanager
-def in_place(shape: tuple[int, int] | None) -> Iterator[None]:
-    """tuner's own scheduler builder (tuner/search/schedulers/asha.py, as tuner run calls it in the driver)
-    with `shape` in place of its default ASHA shape; None leaves the default."""
-    default = asha.ASHA_SHAPE
-    if shape is not None:
-        asha.ASHA_SHAPE = shape
-    try:
-        yield
-    finally:
-        asha.ASHA_SHAPE = default
+def settings(shape: tuple[int, int] | None) -> dict[str, int]:
+    """The settings that give ASHA `shape` (None: tuner's default), for ExperimentSpec.of or Tuning."""
+    grace, factor = shape or DEFAULT
+    return {"asha_grace_period": grace, "asha_reduction_factor": factor}

@@ -89,9 +89,9 @@ def stopping(scheduler_name: str, trials: int, epochs: int, seed: int, concurren
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
     from tuner.search.pareto_asha import ParetoASHA
-    from tuner.search.schedulers.asha import ASHA_SHAPE
+    from tuner.settings import Tuning
 
-    grace, factor = ASHA_SHAPE
+    grace, factor = Tuning().asha_grace_period, Tuning().asha_reduction_factor
     scheduler = {
         "fifo": lambda: FIFOScheduler(),
         "asha on f2": lambda: ASHAScheduler(

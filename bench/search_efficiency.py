@@ -21,7 +21,6 @@ import pandas as pd
 from ray import tune
 
 import tuner
-from tuner.search.schedulers.asha import ASHA_SHAPE
 from tuner.search.space_counts import grid_as_choice
 
 TOLERANCE = 0.005  # 0.5 percentage points of accuracy
@@ -40,7 +39,7 @@ STRATEGIES = [  # (label, search, scheduler, ASHA's (grace period, reduction fac
 ]
 
 
-def make_space(search: str, scheduler: str, epochs: int) -> tuner.ExperimentSpec:
+def make_space(search: str, scheduler: str, epochs: int, shape: tuple[int, int] | None = None) -> tuner.ExperimentSpec:
     grid_size = 2 * 6 * 2
     param_space = GRID if search == "grid" else grid_as_choice(GRID)
     return tuner.ExperimentSpec.of(  # checks itself, as a space module would be checked
@@ -54,6 +53,7 @@ def make_space(search: str, scheduler: str, epochs: int) -> tuner.ExperimentSpec
         epochs=epochs,
         search=search,
         scheduler=scheduler,
+        **asha_shapes.settings(shape),
     )
 
 
@@ -125,7 +125,7 @@ def main() -> None:
     strategies = list(STRATEGIES)
     strategies += [(label, search, "asha", shape) for label, search, shape in asha_shapes.variants(args)]
     print(
-        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {ASHA_SHAPE}",
+        f"tuner's ASHA at {args.epochs} epochs: grace period, reduction factor = {asha_shapes.DEFAULT}",
         flush=True,
     )
 
@@ -133,15 +133,14 @@ def main() -> None:
     for seed in range(args.seeds):
         runs = []
         for label, search, scheduler, shape in strategies:
-            space = make_space(search, scheduler, args.epochs)
+            space = make_space(search, scheduler, args.epochs, shape)
             started = time.perf_counter()
-            with asha_shapes.in_place(shape):
-                outcome = tuner.run(
-                    space,
-                    tuner.RunOptions(
-                        storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", seed=seed, verbose=0
-                    ),
-                )
+            outcome = tuner.run(
+                space,
+                tuner.RunOptions(
+                    storage_path=storage, name=f"{search}-{scheduler}-{seed}-{time.time_ns()}", seed=seed, verbose=0
+                ),
+            )
             wall = time.perf_counter() - started
             runs.append((label, tuner.load(outcome.experiment_path), wall))
             print(f"seed {seed}, {label}: {wall:.0f} s", flush=True)

@@ -35,6 +35,7 @@ from hartmann import MINIMUM, hartmann6
 
 from tuner.search import schedulers
 from tuner.search import search as searcher
+from tuner.settings import Tuning
 
 STRATEGIES = [
     ("random", "fifo"),
@@ -66,16 +67,16 @@ def run(
     shape: tuple[int, int] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """One experiment; its result rows in the order they arrived, and its wall time. `shape`: ASHA's
-    (grace period, reduction factor) in place of tuner's default (tuner/search/schedulers/asha.py ASHA_SHAPE)."""
+    (grace period, reduction factor) in place of tuner's default (bench/asha_shapes.py DEFAULT)."""
     # Limited as tuner.run limits them by default: as many as fit. Ray's synchronous HyperBand, which
     # tuner's `hyperband` was until 2026-12-05, stopped nothing under this limit (the paused trials held
     # the slots: 576 trial-epochs); tuner's `hyperband` is now asynchronous (ASHA with several brackets).
     algorithm = searcher(search).build(param_space, trials, seed, max_concurrent=CONCURRENT)
     space = searcher(search).tuner_space(param_space)
-    with asha_shapes.in_place(shape):
-        trial_scheduler = searcher(search).own_scheduler(epochs) or schedulers.scheduler(scheduler).build(
-            param_space, epochs
-        )
+    tuning = Tuning(scheduler=scheduler, **asha_shapes.settings(shape))
+    trial_scheduler = searcher(search).own_scheduler(epochs) or schedulers.scheduler(scheduler, tuning).build(
+        param_space, epochs
+    )
     started = time.perf_counter()
     results = tune.Tuner(
         tune.with_resources(objective, {"CPU": 1}),
@@ -180,7 +181,7 @@ def main() -> None:
         )
         print(f"{label}: regret {curves[label][0][-1]:.4f}, {len(history)} trial-epochs, {wall:.0f} s", flush=True)
     ranges = {name: tune.uniform(0.0, 1.0) for name in DIMENSIONS}
-    default_shape = asha_shapes.asha.ASHA_SHAPE
+    default_shape = asha_shapes.DEFAULT
     print(
         f"tuner's ASHA at {args.epochs} epochs: grace period {default_shape[0]}, reduction factor {default_shape[1]}",
         flush=True,

@@ -39,6 +39,8 @@ OTHER_VALUES = {
     "search": "random",
     "scheduler": "asha",
     "pbt_mutable": "lr,dropout",
+    "asha_grace_period": "2",
+    "asha_reduction_factor": "4",
     "storage_path": "/tmp/elsewhere",
     "name": "named",
     "seed": "5",

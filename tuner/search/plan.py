@@ -86,11 +86,11 @@ def plan(
             spec.param_space, num_samples, tuning.scheduler, spec.budget.epochs, len(objective.objectives),
             conditions, constrained=bool(objective.constraint_list),
         )  # fmt: skip
-        tuning = Tuning(search=choice.search, scheduler=choice.scheduler, pbt_mutable=tuning.pbt_mutable)
+        tuning = dataclasses.replace(tuning, search=choice.search, scheduler=choice.scheduler)
         num_samples = choice.num_samples
         notices.append(choice.reason)
     with _in_space(spec):
-        searcher, stopping = search(tuning.search), schedulers.scheduler(tuning.scheduler)
+        searcher, stopping = search(tuning.search), schedulers.scheduler(tuning.scheduler, tuning)
         _check(spec, searcher, stopping, tuning, conditions)
         warm, already_run = _warm_start(spec, searcher, earlier, extend) if earlier is not None else (None, 0)
     notices += _notices(spec, searcher, stopping, num_samples, already_run, warm, extend)

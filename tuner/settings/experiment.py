@@ -197,6 +197,11 @@ class Tuning:
         "batch_size, dropout the space searches)",
         optional=True,
     )
+    # ASHA's shape (bench/README.md, "ASHA's shape": 1 and 3 at every epoch budget measured).
+    asha_grace_period: int = setting(1, Whole(1), "asha: the epochs every trial runs before it can be stopped")
+    asha_reduction_factor: int = setting(
+        3, Whole(2), "asha: each rung keeps the best 1/N of the trials that reach it (rungs at grace x N^k)"
+    )
 
     def __post_init__(self) -> None:
         check(self)

@@ -2,7 +2,8 @@
 derived from the space: every budget is counted in epochs (Tune's training_iteration).
 
 fifo       run every trial to the end (Ray's default).
-asha       ASHAScheduler: max_t = epochs, grace period 1 epoch, reduction factor 3; with several
+asha       ASHAScheduler: max_t = epochs, grace period and reduction factor as the settings say (1 epoch
+           and 3 by default: `asha_grace_period`, `asha_reduction_factor`); with several
            objectives the same rungs ranked by Pareto front (tuner/search/pareto_asha.py).
 hyperband  asynchronous HyperBand (Li et al., the ASHA paper): ASHAScheduler with the same budget and
            one bracket per HyperBand bracket, floor(log3(epochs)) + 1; HyperBandForBOHB under --search bohb
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from tuner.errors import TunerError
 from tuner.lazy import resolve
 from tuner.settings.experiment import SCHEDULERS as NAMES
+from tuner.settings.experiment import Tuning
 
 if TYPE_CHECKING:
     from tuner.search.schedulers.base import Scheduler
@@ -41,8 +43,8 @@ assert tuple(SCHEDULERS) == NAMES, "every scheduler the settings name has a clas
 __all__ = ["SCHEDULERS", "scheduler"]
 
 
-def scheduler(name: str) -> "Scheduler":
-    """The scheduler `name`."""
+def scheduler(name: str, tuning: Tuning = Tuning()) -> "Scheduler":
+    """The scheduler `name`, with the settings of `tuning` it takes (ASHA's shape)."""
     if name not in SCHEDULERS:
         raise TunerError(f"unknown scheduler {name!r}; choose one of {', '.join(NAMES)}")
-    return resolve(SCHEDULERS[name])()
+    return resolve(SCHEDULERS[name])(tuning)

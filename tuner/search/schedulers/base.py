@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner.errors import TunerError
+from tuner.settings.experiment import Tuning
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
@@ -30,6 +31,9 @@ class Scheduler:
     # Hands one trial's checkpoint to another trial (PBT's exploit), which may start much later: a bounded
     # checkpoint retention would have deleted it by then. Others resume a trial from its own latest only.
     shares_checkpoints: ClassVar[bool] = False
+
+    def __init__(self, tuning: Tuning = Tuning()) -> None:
+        self.tuning = tuning  # the settings, of which a scheduler reads its own (ASHA's shape)
 
     def check(self, search: "Search", param_space: dict[str, Any], mutable: Sequence[str] | None = None) -> None:
         """One line (TunerError) for a combination this scheduler cannot run, before Ray starts."""
