@@ -552,7 +552,7 @@ _EXIT_CODE: list[int] = []
 def _exit_once_cleaned_up() -> None:
     """Once every atexit handler has run (Ray's, the user's; this one, registered before them, runs
     last), the process ends with the command's code, without the interpreter's teardown: after a run it
-    spent ~2.5 s here freeing torch's, pyarrow's and Ray's modules one object at a time, which nothing
+    spends seconds freeing torch's, pyarrow's and Ray's modules one object at a time, which nothing
     needs. Only after main() returned: a traceback's exit stays Python's own."""
 
     def end() -> None:

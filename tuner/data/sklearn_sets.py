@@ -2,8 +2,8 @@
 
 The images are read from the file scikit-learn ships, and the split is scikit-learn's own
 train_test_split, computed once per scikit-learn version and kept in the user's cache: importing
-scikit-learn costs ~1.2 s on 2 cores (scipy with it), more than a small run's data and smoke step
-together, and every run of a digits space paid it in the driver before a trial could start."""
+scikit-learn (scipy with it) costs more than a small run's data and smoke step together, and every run
+of a digits space paid it in the driver before a trial could start."""
 
 import gzip
 import importlib.metadata

@@ -1,8 +1,7 @@
 """What the driver does while Ray starts: the space's parts resolved, the data every trial shares
-loaded once, and the smoke step (one batch of the space's code on the first config). Ray's start
-(2.3-3.5 s here) is mostly waiting on the processes it spawns, so this work (together 1-3 s) runs
-meanwhile on a thread; its errors surface once Ray is up, before anything is written. Measured by
-bench/peers.py."""
+loaded once, and the smoke step (one batch of the space's code on the first config). Ray's start is
+mostly waiting on the processes it spawns, so this work runs meanwhile on a thread; its errors surface
+once Ray is up, before anything is written. Measured by bench/peers.py."""
 
 import dataclasses
 import logging

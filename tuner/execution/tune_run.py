@@ -176,7 +176,7 @@ def new_tuner(
             trial_name_creator=TrialNamer(spec.name),
             trial_dirname_creator=TrialNamer(spec.name),
             # A trial's process is the next trial's: no process start, and torch's one-off cost of
-            # its first optimizer (importing torch._dynamo, ~1.5 s here) is paid once per actor.
+            # its first optimizer (importing torch._dynamo) is paid once per actor.
             # Not for multi-worker trials: Tune keeps a paused trial's actor for reuse with its
             # training thread parked in tune.report, and that thread's Train run would keep its
             # worker group, so under synchronous PBT the trial that should run next never gets one.

@@ -12,13 +12,12 @@ MISSING_METRIC = "did not include the specified metric"
 # answers with this, its log empty). A new connection gets a new one. Can go when Ray retries itself.
 CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 # The same death seen a moment later: the proxier's `start_specific_server` reads the dead fork's
-# command line and psutil raises ZombieProcess, sent back as the client's initialization failure (seen
-# once in the whole suite on 2 cores, 2026-12-05; the server's log was empty again).
+# command line and psutil raises ZombieProcess, sent back as the client's initialization failure (the
+# server's log empty again).
 CLIENT_SERVER_DIED = ("start_specific_server", "ZombieProcess")
 # ray._private.node.Node gives a local instance's raylet a fixed 30 s to register with the GCS. On a busy
-# machine (2 cores, another Ray starting, the driver's own smoke step) the raylet's dashboard agent can
-# take longer to start, and the raylet then registers too late or aborts (seen once in the whole suite on
-# 2 cores, 2026-12-06). A new start usually makes it. Made to happen by tests/execution/test_local_start.py.
+# machine (few cores, another Ray starting, the driver's own smoke step) the raylet's dashboard agent can
+# take longer to start, and the raylet then registers too late or aborts. A new start usually makes it. Made to happen by tests/execution/test_local_start.py.
 # Can go when Ray's start-up waits for a slow agent or retries itself.
 LOCAL_START_TIMED_OUT = "The current node timed out during startup"
 

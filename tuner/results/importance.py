@@ -26,11 +26,9 @@ whose variance it splits among them; scikit-learn, a tuner dependency, fits it) 
 Parzen estimators; no model, so ten times faster, and it assesses conditional hyperparameters). `auto` is
 fANOVA, and PED-ANOVA when a hyperparameter is blank in some scored trials, since fANOVA cannot assess
 those. fANOVA is the default because it answers the report's question, what the score depends on, more
-reliably from few trials: in `bench/importance_evaluators.py` (10 seeds, 8 to 80 trials) it ranks a
-deciding adam-or-sgd choice first in 50 of 50 tables and a deciding lr in 49 of 50, PED-ANOVA the choice
-in 25 of 50 and lr in 42 of 50 (a choice that splits the trials in half can be at most twice as common
-among the top trials, while the Parzen density of five top trials' values of a noise hyperparameter
-differs from all trials' by chance). PED-ANOVA's top set is the best 10% of trials, but at least
+reliably from few trials (bench/README.md, importance): a choice that splits the trials in half can be at
+most twice as common among PED-ANOVA's top trials, while the Parzen density of five top trials' values of
+a noise hyperparameter differs from all trials' by chance. PED-ANOVA's top set is the best 10% of trials, but at least
 `TOP_TRIALS` of them (at most half), as optuna advises five or more there.
 
 An importance is the hyperparameter's share of the total (they add up to 1 over those assessed; all 0
@@ -78,7 +76,7 @@ TOP_TRIALS = 5  # PED-ANOVA's top quantile holds at least this many trials (at m
 TOP_QUANTILE = 0.1  # ... and otherwise optuna's default 10%
 # Beyond this many scored trials a seeded random sample of them is assessed: the forest and the Parzen
 # estimators change little past it, while optuna's study copies every trial it is given, 11 times
-# (bench/scale.py: 10,000 trials took 24 s of a 29 s `--html`).
+# (bench/README.md, scale: the `--html` column).
 MAX_TRIALS = 1000
 
 # The evaluators by the name `importance(evaluator=...)` takes, each with the words a reader is shown.

@@ -49,9 +49,7 @@ def choose(
     weak trials early. The space's scheduler, if it names one other than fifo, stays;
     under pbt the search is random, since PBT's mutations would mislead TPE's model.
 
-    Evidence (bench/search_efficiency.py, 5 seeds, the 24-config digits space run whole): random + ASHA
-    reached grid's best within 0.5 pp in 5/5 seeds with a median 0.245 (9 epochs) and 0.151 (27 epochs)
-    of grid's trial-epochs, and grid + FIFO needed 0.273 and 0.241 of its own to get there.
+    Evidence: bench/README.md, "--search auto".
 
     With several objectives the same: random over a small finite space, else optuna's multi-objective
     TPE (bench/multi_objective.py measures it against random), under ASHA by Pareto front."""

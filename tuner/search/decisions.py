@@ -241,7 +241,7 @@ class RecordingPBT(Recording, PopulationBasedTraining):
         """No exploit at the last epoch: Ray's PBT knows no budget, so with epochs a multiple of the
         perturbation interval it paused every trial after its last epoch and restarted the bottom quarter
         from a donor's checkpoint with nothing left to train (an exploit no report shows, and a new
-        process, or for a multi-worker trial a new Ray Train run of ~20 s on 2 cores, per trial)."""
+        process, or for a multi-worker trial a new Ray Train run, per trial)."""
         # The loop's own epoch: after an exploit Tune's report count is no longer the epoch.
         epoch = result.get("epoch", result.get(self._time_attr, 0))
         if self.last_epoch is not None and epoch >= self.last_epoch:
