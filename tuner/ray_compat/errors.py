@@ -17,7 +17,8 @@ CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 CLIENT_SERVER_DIED = ("start_specific_server", "ZombieProcess")
 # ray._private.node.Node gives a local instance's raylet a fixed 30 s to register with the GCS. On a busy
 # machine (few cores, another Ray starting, the driver's own smoke step) the raylet's dashboard agent can
-# take longer to start, and the raylet then registers too late or aborts. A new start usually makes it. Made to happen by tests/execution/test_local_start.py.
+# take longer to start, and the raylet then registers too late or aborts. A new start usually makes it.
+# Made to happen by tests/execution/test_local_start.py.
 # Can go when Ray's start-up waits for a slow agent or retries itself.
 LOCAL_START_TIMED_OUT = "The current node timed out during startup"
 
