@@ -38,6 +38,7 @@ from zdt import DIMENSIONS, distance_to_front, inverted_generational_distance, t
 
 from tuner.search import pareto
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
 
 OBJECTIVES = (("f1", "min"), ("f2", "min"))
 REFERENCE = (1.1, 11.0)
@@ -60,7 +61,7 @@ def found_front(values: np.ndarray) -> np.ndarray:
 
 def run_searcher(search: str, trials: int, seed: int, concurrent: int) -> np.ndarray:
     space = {name: tune.uniform(0.0, 1.0) for name in NAMES}
-    algorithm = searcher(search).build(space, trials, seed, objectives=OBJECTIVES)
+    algorithm = searcher(search).build(SearchRequest(space, trials, seed, objectives=OBJECTIVES))
     algorithm.set_search_properties(OBJECTIVES[0][0], OBJECTIVES[0][1], space)
     values: list[tuple[float, float]] = []
     while len(values) < trials:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # bench/ holds scripts, not a pa
 from hartmann import hartmann6
 
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
 from tuner.search.warm_start import Evaluated, WarmStart
 
 NAMES = [f"x{i}" for i in range(6)]
@@ -37,7 +38,9 @@ def per_suggestion_ms(search: str, trials: int, asks: int, seed: int = 0) -> flo
     for point in rng.uniform(0.0, 1.0, size=(trials, len(NAMES))):
         earlier.append(Evaluated(dict(zip(NAMES, map(float, point), strict=True)), (float(hartmann6(point)),)))
     warm = WarmStart("bench", tuple(earlier), notice="")
-    algorithm = searcher(search).build(SPACE, trials + asks, seed, warm=warm, objectives=[("value", "min")])
+    algorithm = searcher(search).build(
+        SearchRequest(SPACE, trials + asks, seed, warm=warm, objectives=[("value", "min")])
+    )
     algorithm.set_search_properties("value", "min", SPACE)
     times = []
     for index in range(asks):

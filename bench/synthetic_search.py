@@ -35,6 +35,8 @@ from hartmann import MINIMUM, hartmann6
 
 from tuner.search import schedulers
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
+from tuner.search.schedulers.base import SchedulerRequest
 from tuner.settings import Tuning
 
 STRATEGIES = [
@@ -71,11 +73,11 @@ def run(
     # Limited as tuner.run limits them by default: as many as fit. Ray's synchronous HyperBand, which
     # tuner's `hyperband` was until 2026-12-05, stopped nothing under this limit (the paused trials held
     # the slots: 576 trial-epochs); tuner's `hyperband` is now asynchronous (ASHA with several brackets).
-    algorithm = searcher(search).build(param_space, trials, seed, max_concurrent=CONCURRENT)
+    algorithm = searcher(search).build(SearchRequest(param_space, trials, seed, max_concurrent=CONCURRENT))
     space = searcher(search).tuner_space(param_space)
     tuning = Tuning(scheduler=scheduler, **asha_shapes.settings(shape))
     trial_scheduler = searcher(search).own_scheduler(epochs) or schedulers.scheduler(scheduler, tuning).build(
-        param_space, epochs
+        SchedulerRequest(param_space, epochs)
     )
     started = time.perf_counter()
     results = tune.Tuner(

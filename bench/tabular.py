@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))  # tuner from this checkou
 
 from tuner.search import auto, pareto
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
 
 HPOBENCH = ("australian", "blood_transfusion", "car", "credit_g", "kc1", "phoneme", "segment", "vehicle")
 NASBENCH = ("cifar10", "cifar100", "imagenet")
@@ -126,7 +127,7 @@ def run_tuner(
     built = searcher(search)
     built.check(problem.space, len(objectives))
     param_space = built.tuner_space(problem.space)
-    algorithm = built.build(problem.space, trials, seed, objectives=list(objectives))
+    algorithm = built.build(SearchRequest(problem.space, trials, seed, objectives=list(objectives)))
     rng = np.random.default_rng(seed)
     keys: list[str] = []
     if hasattr(algorithm, "next_trial"):  # Ray's BasicVariantGenerator: grid and random draw up front

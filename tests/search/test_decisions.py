@@ -12,6 +12,7 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 from tuner.search import schedulers
 from tuner.search.decision import Decision
 from tuner.search.decisions import Recording, RecordingASHA
+from tuner.search.schedulers.base import SchedulerRequest
 from tuner.storage.decisions import DecisionFile
 
 
@@ -54,7 +55,7 @@ def _values(count: int, epochs: int, seed: int = 0) -> dict[int, list[float]]:
 
 def test_asha_records_each_rung_decision_with_the_cutoff_it_was_compared_with():
     epochs, values = 9, _values(12, 9)
-    rows, last, _ = _feed(schedulers.scheduler("asha").build({}, epochs), values, epochs, False)
+    rows, last, _ = _feed(schedulers.scheduler("asha").build(SchedulerRequest({}, epochs)), values, epochs, False)
     seen: dict[int, list[float]] = {}  # rung -> values recorded there, in the order they arrived
     for row in rows:
         assert row["scheduler"] == "asha" and row["epoch"] == row["rung"] in (1, 3)  # 9 is the budget: no rung
@@ -86,7 +87,7 @@ def test_a_minimised_metric_is_recorded_in_its_own_units():
 
 @pytest.mark.parametrize("epochs, brackets", [(1, 1), (2, 1), (3, 2), (8, 2), (9, 3), (27, 4), (100, 5)])
 def test_hyperband_has_one_bracket_per_hyperband_bracket(epochs, brackets):
-    scheduler = schedulers.scheduler("hyperband").build({}, epochs)
+    scheduler = schedulers.scheduler("hyperband").build(SchedulerRequest({}, epochs))
     assert isinstance(scheduler, RecordingASHA) and len(scheduler._brackets) == brackets
     # Bracket s first stops trials at 3^s epochs; the last has no rung before the budget.
     assert [min(m for m, _ in b._rungs) for b in scheduler._brackets] == [3**s for s in range(brackets)]
@@ -97,7 +98,9 @@ def test_hyperband_stops_trials_with_one_trial_at_a_time_and_never_pauses():
     # (or any concurrency below a bracket's size) it stopped nothing.
     np.random.seed(0)  # Ray draws each trial's bracket from numpy's global generator
     epochs, values = 9, _values(30, 9, seed=1)
-    rows, last, actions = _feed(schedulers.scheduler("hyperband").build({}, epochs), values, epochs, True)
+    rows, last, actions = _feed(
+        schedulers.scheduler("hyperband").build(SchedulerRequest({}, epochs)), values, epochs, True
+    )
     assert TrialScheduler.PAUSE not in actions
     stops = [row for row in rows if row["decision"] == "stop"]
     assert stops and all(row["scheduler"] == "hyperband" and row["bracket"] is not None for row in stops)
@@ -107,7 +110,9 @@ def test_hyperband_stops_trials_with_one_trial_at_a_time_and_never_pauses():
 
 def test_recording_leaves_rays_decisions_as_they_were():
     epochs, values = 9, _values(12, 9)
-    _, recorded_last, recorded = _feed(schedulers.scheduler("asha").build({}, epochs), values, epochs, False)
+    _, recorded_last, recorded = _feed(
+        schedulers.scheduler("asha").build(SchedulerRequest({}, epochs)), values, epochs, False
+    )
     ray_asha = ASHAScheduler(time_attr="training_iteration", max_t=epochs, grace_period=1, reduction_factor=3)
     _, ray_last, ray_actions = _feed(ray_asha, values, epochs, False)
     assert recorded == ray_actions and list(recorded_last.values()) == list(ray_last.values())
@@ -128,7 +133,7 @@ class _Trials:
 
 def test_pbt_pauses_at_each_perturbation_but_lets_every_trial_end_after_its_last_epoch():
     epochs = 4  # perturbation interval 1: every epoch, the last included, is a perturbation point
-    scheduler = schedulers.scheduler("pbt").build({"lr": tune.loguniform(1e-4, 1e-1)}, epochs)
+    scheduler = schedulers.scheduler("pbt").build(SchedulerRequest({"lr": tune.loguniform(1e-4, 1e-1)}, epochs))
     scheduler.set_search_properties("val_acc", "max")
     trials = [Trial("__fake", stub=True) for _ in range(2)]
     controller = _Trials(trials)
@@ -150,7 +155,7 @@ def test_pbt_pauses_at_each_perturbation_but_lets_every_trial_end_after_its_last
 def test_a_scheduler_and_its_decision_file_survive_the_pickling_of_a_saved_experiment(name):
     # Ray pickles the scheduler into the experiment (tuner.pkl) and `tuner resume` unpickles it: the file
     # it records to must come back with it, and be found from the trials, not from a path of the first run.
-    scheduler = schedulers.scheduler(name).build({"lr": tune.loguniform(1e-4, 1e-1)}, 9)
+    scheduler = schedulers.scheduler(name).build(SchedulerRequest({"lr": tune.loguniform(1e-4, 1e-1)}, 9))
     scheduler.record_to(DecisionFile())
     restored = cloudpickle.loads(cloudpickle.dumps(scheduler))  # as Ray writes tuner.pkl
     assert type(restored) is type(scheduler) and isinstance(restored.sink, DecisionFile)

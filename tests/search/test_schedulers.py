@@ -10,6 +10,7 @@ from tuner.search import SEARCHES, auto, schedulers
 from tuner.search import search as searcher
 from tuner.search.decisions import Recording
 from tuner.search.plan import plan
+from tuner.search.schedulers.base import SchedulerRequest
 from tuner.settings.experiment import SCHEDULERS as NAMES
 from tuner.spec.space import ExperimentSpec
 
@@ -30,7 +31,7 @@ def test_the_table_holds_every_name_the_settings_give_and_each_class_its_own_nam
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_builds_a_scheduler_that_records_its_decisions_and_survives_pickling(name):
-    built = schedulers.scheduler(name).build(SPACE, epochs=9)
+    built = schedulers.scheduler(name).build(SchedulerRequest(SPACE, epochs=9))
     if not schedulers.scheduler(name).stops_early:
         assert built is None  # Ray's FIFO
         return
@@ -97,5 +98,7 @@ def test_auto_keeps_a_stopping_scheduler_and_picks_random_where_it_refuses_a_mod
 def test_only_a_scheduler_that_shares_checkpoints_keeps_them_all():
     sharing = [name for name in NAMES if schedulers.scheduler(name).shares_checkpoints]
     assert sharing == ["pbt"]
-    assert isinstance(schedulers.scheduler("pbt").build(SPACE, epochs=12), PopulationBasedTraining)
-    assert not isinstance(schedulers.scheduler("asha").build(SPACE, epochs=9), PopulationBasedTraining)
+    assert isinstance(schedulers.scheduler("pbt").build(SchedulerRequest(SPACE, epochs=12)), PopulationBasedTraining)
+    assert not isinstance(
+        schedulers.scheduler("asha").build(SchedulerRequest(SPACE, epochs=9)), PopulationBasedTraining
+    )

@@ -13,7 +13,9 @@ from tuner.errors import TunerError
 from tuner.execution.stopper import MetricThreshold
 from tuner.search import SEARCHES, auto, schedulers, space_counts
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
 from tuner.search.plan import plan
+from tuner.search.schedulers.base import SchedulerRequest
 from tuner.search.schedulers.pbt import pbt_mutations
 from tuner.settings import Tuning
 from tuner.settings.budgets import parse_duration, parse_stop
@@ -38,7 +40,7 @@ def test_grid_axes_become_choices_for_random_search():
 @pytest.mark.parametrize("search", ["optuna", "hyperopt", "bohb"])
 def test_model_based_searchers_sample_grid_axes_as_choices(search):
     space = {"lr": tune.grid_search([0.1, 0.01]), "hidden": tune.grid_search([8, 16]), "batch_size": 32}
-    algorithm = searcher(search).build(space, num_samples=6, seed=0)
+    algorithm = searcher(search).build(SearchRequest(space, num_samples=6, seed=0))
     converted = searcher(search).tuner_space(space)
     assert converted["lr"].categories == [0.1, 0.01] and converted["hidden"].categories == [8, 16]
     algorithm.set_search_properties("val_acc", "max", converted)
@@ -94,7 +96,7 @@ def test_a_missing_optional_searcher_is_one_line_naming_its_extra_before_anythin
 
 
 def _suggestions(search: str, seed: int, n: int = 4) -> list[dict]:
-    algorithm = searcher(search).build(SPACE, num_samples=n, seed=seed)
+    algorithm = searcher(search).build(SearchRequest(SPACE, num_samples=n, seed=seed))
     algorithm.set_search_properties("val_acc", "max", searcher(search).tuner_space(SPACE))
     return [algorithm.suggest(f"trial_{i}") for i in range(n)]
 
@@ -109,7 +111,7 @@ def test_same_seed_same_configs(search):
 
 def _variants(search: str, seed: int) -> list[dict]:
     space = {**SPACE, "batch_size": tune.grid_search([16, 32])}
-    generator = searcher(search).build(space, num_samples=3, seed=seed)
+    generator = searcher(search).build(SearchRequest(space, num_samples=3, seed=seed))
     param_space = searcher(search).tuner_space(space)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": 3}})
     configs = []
@@ -151,10 +153,10 @@ def test_bohb_brings_its_own_scheduler():
 
 
 def test_scheduler_budgets_follow_the_epochs():
-    asha = schedulers.scheduler("asha").build(SPACE, epochs=27)
+    asha = schedulers.scheduler("asha").build(SchedulerRequest(SPACE, epochs=27))
     assert (asha._max_t, asha._reduction_factor) == (27, 3)
-    assert schedulers.scheduler("fifo").build(SPACE, epochs=5) is None
-    pbt = schedulers.scheduler("pbt").build(SPACE, epochs=12)
+    assert schedulers.scheduler("fifo").build(SchedulerRequest(SPACE, epochs=5)) is None
+    pbt = schedulers.scheduler("pbt").build(SchedulerRequest(SPACE, epochs=12))
     assert pbt._perturbation_interval == 3
 
 
@@ -183,7 +185,7 @@ def test_stop_conditions():
 @pytest.mark.parametrize("search", SEARCHES)
 def test_every_searcher_proposes_at_most_max_concurrent_trials_at_once(search):
     space = {**SPACE, "batch_size": tune.grid_search([16, 32])} if searcher(search).basic_variant else SPACE
-    algorithm = searcher(search).build(space, num_samples=4, seed=0, max_concurrent=2)
+    algorithm = searcher(search).build(SearchRequest(space, num_samples=4, seed=0, max_concurrent=2))
     param_space = searcher(search).tuner_space(space)
     if hasattr(algorithm, "next_trial"):  # Ray's BasicVariantGenerator (grid, random)
         algorithm.add_configurations({"x": {"run": lambda config: None, "config": param_space, "num_samples": 4}})
@@ -201,7 +203,7 @@ def test_every_searcher_proposes_at_most_max_concurrent_trials_at_once(search):
 
 def _all_variants(search: str, space: dict, num_samples: int, seed: int = 0) -> list[dict]:
     """The configs Ray's generator hands out for `search`, as Tune would ask for them."""
-    generator = searcher(search).build(space, num_samples=num_samples, seed=seed)
+    generator = searcher(search).build(SearchRequest(space, num_samples=num_samples, seed=seed))
     param_space = searcher(search).tuner_space(space)
     count = searcher(search).trials(space, num_samples)
     generator.add_configurations({"exp": {"run": lambda config: None, "config": param_space, "num_samples": count}})

@@ -11,6 +11,7 @@ from ray import cloudpickle, tune
 from tuner.errors import TunerError
 from tuner.search import SEARCHES
 from tuner.search import search as searcher
+from tuner.search.base import SearchRequest
 from tuner.search.plan import plan
 from tuner.search.warm_start import Earlier, Evaluated
 from tuner.spec.space import ExperimentSpec
@@ -53,7 +54,7 @@ def _ask(algorithm, count: int, param_space: dict | None = None) -> list[dict]:
 def _built(name: str, seed: int, objectives=(("val_acc", "max"),), **options):
     search = searcher(name)
     param_space = search.tuner_space(SPACE)
-    algorithm = search.build(SPACE, num_samples=12, seed=seed, objectives=list(objectives), **options)
+    algorithm = search.build(SearchRequest(SPACE, num_samples=12, seed=seed, objectives=list(objectives), **options))
     if not hasattr(algorithm, "next_trial"):
         metric, mode = objectives[0]
         algorithm.set_search_properties(metric, mode, param_space)

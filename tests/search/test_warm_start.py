@@ -9,6 +9,7 @@ from ray import tune
 from tuner.errors import TunerError
 from tuner.search import search as searcher
 from tuner.search import space_counts, warm_start
+from tuner.search.base import SearchRequest
 from tuner.search.plan import plan
 from tuner.search.warm_start import Earlier, Evaluated
 from tuner.spec.space import ExperimentSpec
@@ -99,7 +100,7 @@ def test_optunas_study_holds_the_earlier_trials_before_the_first_suggestion():
         scores=[0.9, 0.7],
     )
     warm = warm_start.fit(earlier, space)
-    algorithm = searcher("optuna").build(SPACE, 4, seed=0, warm=warm, objectives=[("val_acc", "max")])
+    algorithm = searcher("optuna").build(SearchRequest(SPACE, 4, seed=0, warm=warm, objectives=[("val_acc", "max")]))
     algorithm.set_search_properties("val_acc", "max", space)
     study = algorithm._ot_study
     done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])

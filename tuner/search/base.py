@@ -11,6 +11,7 @@ tests (tests/search/test_searches.py) then run it over the same spaces as every 
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner import extras
@@ -23,6 +24,20 @@ from tuner.spec.param_space import is_constant
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What a searcher is built from (`Search.build`, `Search.build_conditional`)."""
+
+    space: dict[str, Any]  # the space module's param_space
+    num_samples: int
+    seed: int
+    max_concurrent: int = 0  # trials at once at most (0: no limit)
+    warm: WarmStart | None = None  # earlier trials the searcher starts from
+    objectives: Sequence[tuple[str, str]] = ()  # (metric, mode) pairs, the primary first
+    constraints: Sequence[Constraint] = ()
+    conditions: Conditions = Conditions()  # a conditional space's (build_conditional)
 
 
 class Search:
@@ -133,32 +148,13 @@ class Search:
             "the report marks the trials that break one (--search optuna steers clear of them)"
         )
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        num_samples: int,
-        seed: int,
-        max_concurrent: int = 0,
-        warm: WarmStart | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-        constraints: Sequence[Constraint] = (),
-    ) -> Any:
-        """Ray's search algorithm over `self.tuner_space(param_space)`: seeded, at most `max_concurrent`
-        trials at once (0: no limit), starting from `warm`'s trials, ranking by `objectives` ((metric,
-        mode) pairs, the primary first). The space is checked before, by `check`."""
+    def build(self, request: SearchRequest) -> Any:
+        """Ray's search algorithm over `self.tuner_space(request.space)`. The space is checked before, by
+        `check`."""
         raise NotImplementedError
 
-    def build_conditional(
-        self,
-        space: dict[str, Any],
-        conditions: Conditions,
-        num_samples: int,
-        seed: int,
-        objectives: Sequence[tuple[str, str]],
-        constraints: Sequence[Constraint] = (),
-        warm: WarmStart | None = None,
-    ) -> Any:
-        """Ray's searcher over a conditional space, carrying the space itself (the Tuner's param_space is
-        empty); the plan limits its concurrency. Only called when `conditions_refused` is None, and with
-        `warm` only when `conditional_warm_start`."""
+    def build_conditional(self, request: SearchRequest) -> Any:
+        """Ray's searcher over a conditional space (`request.conditions`), carrying the space itself (the
+        Tuner's param_space is empty); the plan limits its concurrency. Only called when
+        `conditions_refused` is None, and with a warm start only when `conditional_warm_start`."""
         raise NotImplementedError

@@ -3,16 +3,12 @@
 conditional space, ConfigSpace conditions (tuner/search/bohb_conditions.py), which BOHB's sampler
 respects."""
 
-from collections.abc import Sequence
 from typing import Any
 
 from ray.tune.schedulers import TrialScheduler
 
-from tuner.search.base import Search
+from tuner.search.base import Search, SearchRequest
 from tuner.search.space_counts import limited
-from tuner.search.warm_start import WarmStart
-from tuner.settings.objectives import Constraint
-from tuner.spec.conditions import Conditions
 
 
 class BOHB(Search):
@@ -21,34 +17,16 @@ class BOHB(Search):
     warm_start_refused = "Ray's TuneBOHB takes earlier configs only to run them again, not their results"
     schedulers = ("fifo", "hyperband")
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        num_samples: int,
-        seed: int,
-        max_concurrent: int = 0,
-        warm: WarmStart | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-        constraints: Sequence[Constraint] = (),
-    ) -> Any:
+    def build(self, request: SearchRequest) -> Any:
         from ray.tune.search.bohb import TuneBOHB
 
-        return limited(TuneBOHB(seed=seed), max_concurrent)
+        return limited(TuneBOHB(seed=request.seed), request.max_concurrent)
 
-    def build_conditional(
-        self,
-        space: dict[str, Any],
-        conditions: Conditions,
-        num_samples: int,
-        seed: int,
-        objectives: Sequence[tuple[str, str]],
-        constraints: Sequence[Constraint] = (),
-        warm: WarmStart | None = None,
-    ) -> Any:
+    def build_conditional(self, request: SearchRequest) -> Any:
         from tuner.search.bohb_conditions import ConditionalBOHB
 
-        (metric, mode), *_ = objectives
-        return ConditionalBOHB(space, conditions, metric=metric, mode=mode, seed=seed)
+        (metric, mode), *_ = request.objectives
+        return ConditionalBOHB(request.space, request.conditions, metric=metric, mode=mode, seed=request.seed)
 
     def own_scheduler(self, epochs: int) -> TrialScheduler | None:
         from tuner.search.decisions import RecordingBOHB

@@ -2,17 +2,14 @@
 per grid point. Over a conditional space, every active combination of the grid axes (a grid axis whose
 condition holds), handed out by tuner (tuner/search/conditional.py)."""
 
-from collections.abc import Sequence
 from typing import Any
 
 from ray import tune
 
 from tuner.errors import TunerError
 from tuner.search import conditional
-from tuner.search.base import Search
+from tuner.search.base import Search, SearchRequest
 from tuner.search.space_counts import PLAIN
-from tuner.search.warm_start import WarmStart
-from tuner.settings.objectives import Constraint
 from tuner.spec.conditions import Conditions
 from tuner.spec.param_space import is_constant, is_grid
 
@@ -47,26 +44,10 @@ class Grid(Search):
             return num_samples * len(conditional.grid_points(param_space, conditions))
         return num_samples
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        num_samples: int,
-        seed: int,
-        max_concurrent: int = 0,
-        warm: WarmStart | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-        constraints: Sequence[Constraint] = (),
-    ) -> Any:
-        return tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent)
+    def build(self, request: SearchRequest) -> Any:
+        return tune.search.BasicVariantGenerator(random_state=request.seed, max_concurrent=request.max_concurrent)
 
-    def build_conditional(
-        self,
-        space: dict[str, Any],
-        conditions: Conditions,
-        num_samples: int,
-        seed: int,
-        objectives: Sequence[tuple[str, str]],
-        constraints: Sequence[Constraint] = (),
-        warm: WarmStart | None = None,
-    ) -> Any:
-        return conditional.ConfigList(conditional.grid_configs(space, conditions, num_samples, seed))
+    def build_conditional(self, request: SearchRequest) -> Any:
+        return conditional.ConfigList(
+            conditional.grid_configs(request.space, request.conditions, request.num_samples, request.seed)
+        )

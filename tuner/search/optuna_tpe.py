@@ -8,15 +8,11 @@ suggested only when its parents' values make it active, so TPE models only the t
 A warm start reaches each the same way, as a study that already holds the earlier trials.
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 from tuner.search import conditional, warm_start
-from tuner.search.base import Search
+from tuner.search.base import Search, SearchRequest
 from tuner.search.space_counts import limited
-from tuner.search.warm_start import WarmStart
-from tuner.settings.objectives import Constraint
-from tuner.spec.conditions import Conditions
 
 
 class OptunaTPE(Search):
@@ -33,51 +29,36 @@ class OptunaTPE(Search):
 
         return optuna.samplers.TPESampler(seed=seed)
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        num_samples: int,
-        seed: int,
-        max_concurrent: int = 0,
-        warm: WarmStart | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-        constraints: Sequence[Constraint] = (),
-    ) -> Any:
+    def build(self, request: SearchRequest) -> Any:
         from ray.tune.search.optuna import OptunaSearch
 
         _quiet_optuna()
+        objectives, constraints, warm = request.objectives, request.constraints, request.warm
         # A warm start's study, already holding the earlier trials, is loaded from the storage it comes in.
         storage = (
-            warm_start.optuna_storage(warm, self.tuner_space(param_space), list(objectives))
+            warm_start.optuna_storage(warm, self.tuner_space(request.space), list(objectives))
             if warm is not None
             else None
         )
-        sampler = self.sampler(seed)
+        sampler = self.sampler(request.seed)
         if len(objectives) > 1 or constraints:
             from tuner.search.optuna_objectives import OptunaObjectives
 
-            return limited(OptunaObjectives(objectives, constraints, sampler=sampler, storage=storage), max_concurrent)
-        return limited(OptunaSearch(sampler=sampler, storage=storage), max_concurrent)
+            searcher = OptunaObjectives(objectives, constraints, sampler=sampler, storage=storage)
+            return limited(searcher, request.max_concurrent)
+        return limited(OptunaSearch(sampler=sampler, storage=storage), request.max_concurrent)
 
-    def build_conditional(
-        self,
-        space: dict[str, Any],
-        conditions: Conditions,
-        num_samples: int,
-        seed: int,
-        objectives: Sequence[tuple[str, str]],
-        constraints: Sequence[Constraint] = (),
-        warm: WarmStart | None = None,
-    ) -> Any:
+    def build_conditional(self, request: SearchRequest) -> Any:
         from ray.tune.search.optuna import OptunaSearch
 
         from tuner.search.optuna_objectives import OptunaObjectives
 
         _quiet_optuna()
+        objectives, constraints, warm = request.objectives, request.constraints, request.warm
         # The earlier trials over the keys each had: optuna takes a trial with some keys of the space.
-        storage = warm_start.optuna_storage(warm, space, list(objectives)) if warm is not None else None
-        define_by_run = conditional.DefineByRun(space, conditions)
-        sampler = self.sampler(seed)
+        storage = warm_start.optuna_storage(warm, request.space, list(objectives)) if warm is not None else None
+        define_by_run = conditional.DefineByRun(request.space, request.conditions)
+        sampler = self.sampler(request.seed)
         if len(objectives) > 1 or constraints:
             return OptunaObjectives(objectives, constraints, sampler=sampler, storage=storage, space=define_by_run)
         (metric, mode), *_ = objectives

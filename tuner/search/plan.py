@@ -13,8 +13,8 @@ from ray.tune.schedulers import TrialScheduler
 
 from tuner.errors import TunerError
 from tuner.search import auto, schedulers, search, warm_start
-from tuner.search.base import Search
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.base import Search, SearchRequest
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 from tuner.search.space_counts import discrete_axes, distinct_configs, grid_points, limited
 from tuner.settings import Budget, Objective, Tuning
 from tuner.settings.experiment import MAX_TRIALS, TRIALS_WHY
@@ -46,26 +46,19 @@ class SearchPlan:
     def search_algorithm(self, max_concurrent: int) -> Any:
         """The searcher for TuneConfig(search_alg=...), limited to `max_concurrent` trials at once
         (known once Ray says how many fit)."""
-        if self.conditions:
-            built = self.searcher.build_conditional(
-                self.space,
-                self.conditions,
-                self.budget.num_samples,
-                self.seed,
-                self.objective.objectives,
-                self.objective.constraint_list,
-                self.warm,
-            )
-            return limited(built, max_concurrent)
-        return self.searcher.build(
+        request = SearchRequest(
             self.space,
-            self.num_samples,
+            self.budget.num_samples if self.conditions else self.num_samples,
             self.seed,
             max_concurrent,
-            warm=self.warm,
-            objectives=self.objective.objectives,
-            constraints=self.objective.constraint_list,
+            self.warm,
+            self.objective.objectives,
+            self.objective.constraint_list,
+            self.conditions,
         )
+        if self.conditions:
+            return limited(self.searcher.build_conditional(request), max_concurrent)
+        return self.searcher.build(request)
 
     @property
     def total_trials(self) -> int:
@@ -103,7 +96,8 @@ def plan(
         )
     scheduler = searcher.own_scheduler(spec.budget.epochs)
     if scheduler is None:  # the searcher brings none of its own (bohb does): the one asked for
-        scheduler = stopping.build(spec.param_space, spec.budget.epochs, tuning.pbt_mutable, objective.objectives)
+        request = SchedulerRequest(spec.param_space, spec.budget.epochs, tuning.pbt_mutable, objective.objectives)
+        scheduler = stopping.build(request)
     budget = dataclasses.replace(spec.budget, num_samples=num_samples)
     return SearchPlan(
         tuning, budget, trials, param_space, scheduler, tuple(notices), seed, spec.param_space, objective, warm,

@@ -4,17 +4,15 @@ replacement, handed to the generator as its points_to_evaluate): 24 independent 
 would cover only ~64 % of them (1 - (1 - 1/24)^24), repeating the rest; at most every config once.
 Under a warm start over such a space, the configs already run are skipped."""
 
-from collections.abc import Sequence
 from typing import Any
 
 from ray import tune
 
 from tuner.errors import TunerError
 from tuner.search import conditional, warm_start
-from tuner.search.base import Search
+from tuner.search.base import Search, SearchRequest
 from tuner.search.space_counts import PLAIN, discrete_axes, space_size, without_replacement
 from tuner.search.warm_start import WarmStart
-from tuner.settings.objectives import Constraint
 from tuner.spec.conditions import Conditions
 
 
@@ -59,35 +57,16 @@ class Random(Search):
             f"not num_samples = {num_samples}"
         )
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        num_samples: int,
-        seed: int,
-        max_concurrent: int = 0,
-        warm: WarmStart | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-        constraints: Sequence[Constraint] = (),
-    ) -> Any:
-        axes = discrete_axes(param_space)
-        skip = warm_start.skipped(axes, warm) if axes is not None else set()
-        points = (
-            None
-            if axes is None
-            else without_replacement(axes, self.trials(param_space, num_samples, len(skip)), seed, skip)
-        )
+    def build(self, request: SearchRequest) -> Any:
+        axes = discrete_axes(request.space)
+        skip = warm_start.skipped(axes, request.warm) if axes is not None else set()
+        trials = self.trials(request.space, request.num_samples, len(skip))
+        points = None if axes is None else without_replacement(axes, trials, request.seed, skip)
         return tune.search.BasicVariantGenerator(
-            points_to_evaluate=points, random_state=seed, max_concurrent=max_concurrent
+            points_to_evaluate=points, random_state=request.seed, max_concurrent=request.max_concurrent
         )
 
-    def build_conditional(
-        self,
-        space: dict[str, Any],
-        conditions: Conditions,
-        num_samples: int,
-        seed: int,
-        objectives: Sequence[tuple[str, str]],
-        constraints: Sequence[Constraint] = (),
-        warm: WarmStart | None = None,
-    ) -> Any:
-        return conditional.ConfigList(conditional.random_configs(space, conditions, num_samples, seed))
+    def build_conditional(self, request: SearchRequest) -> Any:
+        return conditional.ConfigList(
+            conditional.random_configs(request.space, request.conditions, request.num_samples, request.seed)
+        )

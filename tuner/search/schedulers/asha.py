@@ -2,10 +2,10 @@
 objectives the same rungs ranked by Pareto front (tuner/search/pareto_asha.py)."""
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuner.search.schedulers import REDUCTION_FACTOR, TIME_ATTR
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
@@ -23,14 +23,9 @@ class ASHA(Scheduler):
             return None
         return "asha compares trials at each rung by Pareto front: a trial is stopped only when others dominate it"
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
         grace_period, reduction_factor = self.tuning.asha_grace_period, self.tuning.asha_reduction_factor
+        epochs, objectives = request.epochs, request.objectives
         if len(objectives) > 1:
             from tuner.search.pareto_asha import ParetoASHA
 

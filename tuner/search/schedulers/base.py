@@ -7,6 +7,7 @@ read the flags only.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner.errors import TunerError
@@ -16,6 +17,16 @@ if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
 
     from tuner.search.base import Search
+
+
+@dataclass(frozen=True)
+class SchedulerRequest:
+    """What a scheduler is built from (`Scheduler.build`)."""
+
+    space: dict[str, Any]  # the space module's param_space
+    epochs: int  # the budget: every trial's last epoch
+    mutable: Sequence[str] | None = None  # the hyperparameters PBT may perturb (None: its default)
+    objectives: Sequence[tuple[str, str]] = ()  # (metric, mode) pairs, the primary first
 
 
 class Scheduler:
@@ -56,13 +67,7 @@ class Scheduler:
         metric, mode = objectives[0]
         return f"{self.name} takes one metric: it stops trials by the primary objective, {metric} ({mode}), alone"
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
-        """The scheduler for TuneConfig(scheduler=...) over `epochs` epochs (None: Ray's FIFO); the
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
+        """The scheduler for TuneConfig(scheduler=...) over `request.epochs` epochs (None: Ray's FIFO); the
         combination is checked before, by `check`."""
         raise NotImplementedError

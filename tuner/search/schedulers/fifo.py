@@ -1,9 +1,8 @@
 """`--scheduler fifo`: every trial runs to its last epoch (Ray's default scheduler)."""
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
@@ -13,11 +12,5 @@ class FIFO(Scheduler):
     name = "fifo"
     stops_early = False
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
         return None

@@ -2,11 +2,10 @@
 one bracket per HyperBand bracket, recording its decisions. Under --search bohb, BOHB's own
 HyperBandForBOHB takes its place (tuner/search/bohb.py)."""
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuner.search.schedulers import REDUCTION_FACTOR, TIME_ATTR
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
@@ -24,13 +23,7 @@ def hyperband_brackets(epochs: int) -> int:
 class HyperBand(Scheduler):
     name = "hyperband"
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
         from tuner.search.decisions import RecordingASHA
 
         # Not Ray's HyperBandScheduler: it pauses a trial at a rung until its whole bracket gets there, and
@@ -39,8 +32,8 @@ class HyperBand(Scheduler):
         return RecordingASHA(
             self.name,
             time_attr=TIME_ATTR,
-            max_t=epochs,
+            max_t=request.epochs,
             grace_period=1,
             reduction_factor=REDUCTION_FACTOR,
-            brackets=hyperband_brackets(epochs),
+            brackets=hyperband_brackets(request.epochs),
         )

@@ -1,11 +1,10 @@
 """`--scheduler median`: Ray's MedianStoppingRule, recording its decisions: a trial whose best so far is
 below the median of the other trials' running means at the same epoch stops."""
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuner.search.schedulers import TIME_ATTR
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 
 if TYPE_CHECKING:
     from ray.tune.schedulers import TrialScheduler
@@ -14,13 +13,7 @@ if TYPE_CHECKING:
 class Median(Scheduler):
     name = "median"
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
         from tuner.search.decisions import RecordingMedian
 
         return RecordingMedian(time_attr=TIME_ATTR, grace_period=1, min_samples_required=3)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.errors import TunerError
 from tuner.search.schedulers import TIME_ATTR
-from tuner.search.schedulers.base import Scheduler
+from tuner.search.schedulers.base import Scheduler, SchedulerRequest
 from tuner.spec.param_space import is_grid
 
 if TYPE_CHECKING:
@@ -51,20 +51,14 @@ class PBT(Scheduler):
                 "(tune.loguniform, tune.choice, ...) in the space, or list others in pbt_mutable"
             )
 
-    def build(
-        self,
-        param_space: dict[str, Any],
-        epochs: int,
-        mutable: Sequence[str] | None = None,
-        objectives: Sequence[tuple[str, str]] = (),
-    ) -> "TrialScheduler | None":
+    def build(self, request: SchedulerRequest) -> "TrialScheduler | None":
         from tuner.search.decisions import RecordingPBT
 
         return RecordingPBT(
             time_attr=TIME_ATTR,
-            perturbation_interval=max(1, epochs // 4),
-            last_epoch=epochs,
-            hyperparam_mutations=pbt_mutations(param_space, mutable),
+            perturbation_interval=max(1, request.epochs // 4),
+            last_epoch=request.epochs,
+            hyperparam_mutations=pbt_mutations(request.space, request.mutable),
             quantile_fraction=0.25,
             # Synchronous, as in the PBT paper: trials are ranked at the same epoch, so who exploits
             # whom depends on the scores, not on which trial happened to report first.
