@@ -7,6 +7,7 @@ import pytest
 
 from tuner.execution import packing
 from tuner.execution.packing import GIB, ClusterGpus, Measured, memory_fraction, plan, share_of, trials_per_gpu
+from tuner.storage.meta import GpuRecord
 
 H200 = 141 * GIB
 ONE_GPU = ClusterGpus(gpus=1, cpus=16, gpus_per_node=1)
@@ -72,15 +73,15 @@ def test_auto_measured_on_a_gpu_packs_by_the_measurement():
     assert (decision.trials_per_gpu, decision.gpus_per_worker) == (4, 0.25)
     assert decision.line.startswith("4 trials per GPU on 1 GPU (peak 0.33 GiB each, measured in the smoke step")
     assert "4 CPUs per GPU" in decision.line
-    assert decision.record() == {
-        "setting": "auto",
-        "gpus_per_worker": 0.25,
-        "trials_per_gpu": 4,
-        "why": decision.line,
-        "peak_gib": 0.33,
-        "gpu_gib": 141.0,
-        "step_s": 0.05,
-    }
+    assert decision.record() == GpuRecord(
+        setting="auto",
+        gpus_per_worker=0.25,
+        trials_per_gpu=4,
+        why=decision.line,
+        peak_gib=0.33,
+        gpu_gib=141.0,
+        step_s=0.05,
+    )
 
 
 def test_auto_without_a_gpu_in_the_cluster_trains_on_the_cpu():

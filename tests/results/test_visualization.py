@@ -19,6 +19,7 @@ from tuner import RunOptions, run
 from tuner.errors import TunerError
 from tuner.results import analysis, html_report, stops, visualization
 from tuner.results.importance import importance
+from tuner.search.decision import Decision
 from tuner.spec import space
 
 IMAGE = "data:image/png;base64,"
@@ -145,7 +146,7 @@ def test_early_stopping_marks_the_cutoffs_the_scheduler_compared_with(exp):
     trials = exp.trials.copy()
     trials.loc[3, ["status", "epochs"]] = ["stopped early", 1]
     rows = [
-        {**row, "trial_id": trial, "metric": "val_acc", "mode": "max", "epoch": 1, "rung": 1}
+        Decision(trial_id=trial, metric="val_acc", mode="max", epoch=1, rung=1, **row)
         for trial, row in zip(
             trials["trial_id"],
             [

@@ -171,29 +171,31 @@ def _attach(cluster: Cluster, state_api: bool, ray_logs: str, verbose: int) -> A
         if dashboard
         else nullcontext(None)
     ) as port:
-        return _started("local", dashboard, port, None, ray_logs, local=True)
+        with _environment(ray_logs, local=True):
+            return _connected("local", dashboard, port, None)
 
 
 def _on_cluster(target: str, dashboard: bool, ray_logs: str, verbose: int) -> Any:
     """An existing cluster, whose processes are given this run's log level and settings in the job's
     runtime_env (env.cluster_job_variables)."""
-    auth = _authenticated(target, ray_logs)
-    job_variables = env.cluster_job_variables(verbose, ray_logs)
-    return _started(target, dashboard, None, job_variables, ray_logs, local=False, auth=auth)
+    auth_mode, token = _authenticated(target, ray_logs)
+    with _environment(ray_logs, local=False, auth_mode=auth_mode):
+        return _connected(target, dashboard, None, env.cluster_job_variables(verbose, ray_logs), token)
 
 
 def _on_kept(kept: kept_ray.Kept, dashboard: bool, ray_logs: str) -> Any:
     """The local instance tuner keeps, whose processes are given what this run's environment has
     otherwise in the job's runtime_env."""
-    auth = _authenticated(kept.address, ray_logs)
-    job_variables = kept_ray.environment_changes(kept)
-    if job_variables:
-        log.info(
-            "tuner: this run's environment differs from the kept instance's in %s: its trials start processes "
-            "of their own (a few seconds each) to see it",
-            ", ".join(sorted(job_variables)),
-        )
-    return _started(kept.address, dashboard, None, job_variables, ray_logs, local=True, auth=auth)
+    auth_mode, token = _authenticated(kept.address, ray_logs)
+    with _environment(ray_logs, local=True, auth_mode=auth_mode):
+        job_variables = kept_ray.environment_changes(kept)  # within: the run's own variables are set
+        if job_variables:
+            log.info(
+                "tuner: this run's environment differs from the kept instance's in %s: its trials start "
+                "processes of their own (a few seconds each) to see it",
+                ", ".join(sorted(job_variables)),
+            )
+        return _connected(kept.address, dashboard, None, job_variables, token)
 
 
 def _authenticated(target: str, ray_logs: str) -> tuple[str | None, str | None]:
@@ -210,32 +212,30 @@ def _authenticated(target: str, ray_logs: str) -> tuple[str | None, str | None]:
     return auth_mode, token
 
 
-def _started(
-    target: str,
-    dashboard: bool,
-    port: int | None,
-    job_variables: dict[str, str] | None,
-    ray_logs: str,
-    *,
-    local: bool,
-    auth: tuple[str | None, str | None] = (None, None),
-) -> Any:
-    """ray.init with what every target shares; `local`: the instance runs on this machine (no preemption
-    watcher); a refused token or a failed connection is one line."""
-    auth_mode, token = auth
+@contextmanager
+def _environment(ray_logs: str, *, local: bool, auth_mode: str | None = None) -> Iterator[None]:
+    """What every target's ray.init runs in; this process's environment is put back after. `local`: the
+    instance runs on this machine (no preemption watcher)."""
     quiet = ray_logs.upper() != "INFO"
+    # The instance's processes take the level as they start. A cluster without authentication: no token
+    # mode, not even Ray's own for `auto`. Otherwise the variable is left alone: Ray sets it as it starts a
+    # local instance, and the dashboard line reads it.
+    with (
+        env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
+        env.local_instance_log_level(ray_logs),
+        env.no_preemption_watcher() if local else nullcontext(),
+        logs.quiet_token_notice(quiet),
+        logs.quiet_client_notice(quiet),
+    ):
+        yield
+
+
+def _connected(
+    target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None, token: str | None = None
+) -> Any:
+    """ray.init; a refused token or a failed connection is one line."""
     try:
-        # The instance's processes take the level as they start; this process's environment is put back.
-        # A cluster without authentication: no token mode, not even Ray's own for `auto`. Otherwise the
-        # variable is left alone: Ray sets it as it starts a local instance, and the dashboard line reads it.
-        with (
-            env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
-            env.local_instance_log_level(ray_logs),
-            env.no_preemption_watcher() if local else nullcontext(),
-            logs.quiet_token_notice(quiet),
-            logs.quiet_client_notice(quiet),
-        ):
-            return _init(target, dashboard, port, job_variables)
+        return _init(target, dashboard, port, job_variables)
     except AuthenticationError:
         raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
     except ConnectionError as err:

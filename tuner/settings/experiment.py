@@ -186,6 +186,9 @@ class Resources:
         return self.workers == 1
 
 
+REDUCTION_WHY = "a rung keeps 1/N of the trials that reach it, and an experiment holds at most that many"
+
+
 @dataclass(frozen=True)
 class Tuning:
     search: str = setting("grid", OneOf(SEARCHES), "what proposes configs: " + " | ".join(SEARCHES))
@@ -198,9 +201,13 @@ class Tuning:
         optional=True,
     )
     # ASHA's shape (bench/README.md, "ASHA's shape": 1 and 3 at every epoch budget measured).
-    asha_grace_period: int = setting(1, Whole(1), "asha: the epochs every trial runs before it can be stopped")
+    asha_grace_period: int = setting(
+        1, Whole(1, MAX_EPOCHS, EPOCHS_WHY), "asha: the epochs every trial runs before it can be stopped"
+    )
     asha_reduction_factor: int = setting(
-        3, Whole(2), "asha: each rung keeps the best 1/N of the trials that reach it (rungs at grace x N^k)"
+        3,
+        Whole(2, MAX_TRIALS, REDUCTION_WHY),
+        "asha: each rung keeps the best 1/N of the trials that reach it (rungs at grace x N^k)",
     )
 
     def __post_init__(self) -> None:
