@@ -24,9 +24,14 @@ def _freeze_the_stored_state(experiment_dir: Path) -> None:
     """Storage stops taking the state, as a full disk would: the state file there is kept aside and a
     directory put in its place, so Ray's later syncs of it fail."""
     stored = next(experiment_dir.glob("experiment_state-*.json"))
-    shutil.copy(stored, experiment_dir.parent / "frozen_state.json")
-    stored.unlink()
-    stored.mkdir()
+    while True:
+        shutil.copy(stored, experiment_dir.parent / "frozen_state.json")
+        stored.unlink()
+        try:
+            stored.mkdir()
+            return
+        except FileExistsError:  # Ray's next snapshot wrote it again in between: freeze that one
+            continue
 
 
 def _trainable(config):
