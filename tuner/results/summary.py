@@ -25,6 +25,8 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"  # package data
 
 
 def summarize(outcome: Outcome) -> int:
+    """Print the summary; the command's exit code: 0, 1 when no trial completed, INTERRUPTED when trials
+    are left to run."""
     trials, path, meta = outcome.trials, outcome.experiment_path, outcome.meta
     if outcome.unread:
         print(f"tuner: warning: {outcome.unread}", file=sys.stderr)
