@@ -8,6 +8,8 @@ logs      Ray's log lines that tuner's console replaces: the token notice, Train
           the experiment analysis warning for trials without results.
 errors    Ray's own error messages that tuner turns into one-line errors.
 private   imports of Ray's private modules, each with the public API that would replace it.
+trial_results
+          whether a trial reported: Ray's `last_result` is never empty.
 schedulers
           the private state of Ray's schedulers that tuner's recording schedulers read and override.
 

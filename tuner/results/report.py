@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from tuner.errors import TunerError
 from tuner.ray_compat import logs, private
+from tuner.ray_compat.trial_results import has_reported
 from tuner.results import objectives, stops
 from tuner.results.columns import best_column
 from tuner.search.decision import Decision
@@ -169,9 +170,9 @@ READERS = 8  # result files read at once: reading is waiting on storage, most of
 def _result_rows(trials: list[Any]) -> Rows:
     """Each reported trial's rows from its result.json (a torn last line skipped), read several at once."""
 
+    # Every recorded trial's file, not only those Ray saw report: a driver killed between a result and
+    # its next state snapshot leaves rows in result.json that the state does not know of.
     def read(trial: Any) -> list[dict[str, Any]]:
-        if not getattr(trial, "last_result", None):
-            return []
         text = trial_files.read_text(trial.storage.storage_filesystem, f"{trial.storage.trial_fs_path}/result.json")
         return trial_files.json_lines(text or "")
 
@@ -253,7 +254,7 @@ def _status(trial: Any, reported: bool, diverged: Any, epochs_run: int, meta: Ex
     """`reported`: the trial has result rows; `diverged`: its last row's flag."""
     if reported and diverged in (True, 1):
         return TrialStatus.DIVERGED
-    if not reported and not getattr(trial, "last_result", None):
+    if not reported and not has_reported(trial):
         # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
         return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
     if not reported:  # it reported, but its files are gone (a damaged experiment): Ray's word alone
@@ -364,7 +365,7 @@ def read_tables(experiment_path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     # A finished trial Ray saw report whose result.json is gone (deleted). Not one whose file is there but
     # holds no row yet: a trial a stop condition ended at its first result, or one running when its
     # driver was killed, may not have written or uploaded its rows.
-    reported = [trial for trial in recorded if getattr(trial, "last_result", None) and trial.status == "TERMINATED"]
+    reported = [trial for trial in recorded if has_reported(trial) and trial.status == "TERMINATED"]
     empty = [_dir_name(trial) for trial in reported if not rows.get(trial.trial_id) and not _has_result_file(trial)]
     if lost := [name for name in empty if name not in missing]:
         damage.append(f"the results of {len(lost)} trial(s) that reported are gone from their files ({_names(lost)})")
@@ -417,7 +418,7 @@ def _missing_trial_dirs(experiment_path: str, recorded: list[Any]) -> list[str]:
     }
     missing = []
     for trial in recorded:
-        if not getattr(trial, "last_result", None) or _dir_name(trial) in present:
+        if not has_reported(trial) or _dir_name(trial) in present:
             continue
         fs, path = trial.storage.storage_filesystem, trial.storage.trial_fs_path  # moved with its own path
         if fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
