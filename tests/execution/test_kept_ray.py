@@ -70,8 +70,9 @@ def test_a_run_not_asked_to_keep_ray_leaves_no_ray_process(folder: Path) -> None
 
 def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path) -> None:
     before = gcs_servers()
-    # 10 s: more than `tuner list` and the second run's start-up take to reach it on two busy cores.
-    first = run_tuner("run", "space.py", "--keep-ray", "10s", "--name", "first", cwd=folder)
+    # 30 s: more than `tuner list` and the second run's start-up take to reach it on two busy cores (10 s
+    # was not, once: the keeper stopped the instance as the second run started).
+    first = run_tuner("run", "space.py", "--keep-ray", "30s", "--name", "first", cwd=folder)
     assert first.returncode == 0, first.stderr
     kept = kept_ray.find()
     assert kept is not None and psutil.pid_exists(kept.pid)
@@ -93,8 +94,8 @@ def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path)
     ]
     assert len(trial_rows) == 4  # every trial reported its epoch on the kept instance
 
-    # Idle for 10 s after the second run's end: the keeper shuts its instance down and leaves nothing.
-    wait_until(lambda: not gcs_servers() - before, "idle stop of the kept instance", timeout=60)
+    # Idle for 30 s after the second run's end: the keeper shuts its instance down and leaves nothing.
+    wait_until(lambda: not gcs_servers() - before, "idle stop of the kept instance", timeout=90)
     wait_until(lambda: not _running(kept.pid), "exit of the keeper with its instance", timeout=10)
     assert kept_ray.find() is None
     assert "ray:" not in run_tuner("list", cwd=folder).stdout

@@ -55,9 +55,11 @@ def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(
     driver = start(tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q")
     try:
         wait_until(lambda: epochs_checkpointed(tmp_path / "tuner_results" / "stopped") >= 4, "4 epochs", driver=driver)
+        # No trial has ended, and the report ranks the running ones by their scores so far: so does list,
+        # once Ray's next snapshot (every 2 s) has stored the epochs' results beside their checkpoints.
+        wait_until(lambda: _rows(tmp_path)["stopped"][3].endswith(" so far"), "a best so far", 60, driver)
         rows = _rows(tmp_path)
         assert rows["stopped"][1] == "running", rows
-        # No trial has ended, and the report ranks the running ones by their scores so far: so does list.
         assert rows["stopped"][3].startswith("val_acc=") and rows["stopped"][3].endswith(" so far"), rows
         driver.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the state and the run ends, resumable
         code, _, err = finish(driver)

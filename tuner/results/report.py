@@ -255,8 +255,11 @@ def _status(trial: Any, reported: bool, diverged: Any, epochs_run: int, meta: Ex
     if reported and diverged in (True, 1):
         return TrialStatus.DIVERGED
     if not reported and not has_reported(trial):
-        # Also a trial that --stop or the time budget ended while it waited: Ray marks it TERMINATED.
-        return TrialStatus.ERROR if trial.status == "ERROR" else TrialStatus.NOT_STARTED
+        # Also a trial that --stop or the time budget ended before its first report: Ray marks it
+        # TERMINATED. One running (a run going on, or cut off by Ctrl-C) is started, if not yet reported.
+        if trial.status in ("ERROR", "RUNNING"):
+            return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
+        return TrialStatus.NOT_STARTED
     if not reported:  # it reported, but its files are gone (a damaged experiment): Ray's word alone
         return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
