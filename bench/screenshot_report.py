@@ -1,7 +1,9 @@
 """Write an experiment's report.html and photograph it with headless Chromium, to look at the page as a
 reader sees it.
 
-    python tools/screenshot_report.py tuner_results/digits_mlp-20261202-120000 [--out /tmp/shots]
+    python bench/screenshot_report.py tuner_results/digits_mlp-20261202-120000 [--out /tmp/shots]
+
+It needs Chromium on the PATH (Debian: `apt-get install chromium`) and Pillow (`pip install -e '.[bench]'`).
 
 Chromium photographs one window, so the window is made taller than any report and the picture is then
 trimmed of the blank space below the page and cut into screen-sized tiles, which an image viewer shows
@@ -10,6 +12,7 @@ experiment's own `screenshots/` folder, beside the report.html it photographs, n
 """
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,15 +22,22 @@ from PIL import Image, ImageChops
 
 from tuner.results import html_report, report
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUMS = ("chromium", "chromium-browser", "google-chrome")  # Debian's, Ubuntu's, Google's
 WIDTH = 1400
 TILE_HEIGHT = 1600
+
+
+def chromium() -> str:
+    found = next((path for name in CHROMIUMS if (path := shutil.which(name))), None)
+    if found is None:
+        sys.exit(f"no Chromium on the PATH ({', '.join(CHROMIUMS)}); install it, e.g. apt-get install chromium")
+    return found
 
 
 def screenshot(page: Path, out: Path, height: int) -> None:
     subprocess.run(
         [
-            CHROMIUM,
+            chromium(),
             "--headless",
             "--no-sandbox",
             "--disable-gpu",

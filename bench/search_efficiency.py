@@ -72,11 +72,11 @@ def quantile(values: pd.Series, q: float) -> float:
 
 
 def spread(values: pd.Series) -> str:
-    """Median (25-75 %), as README's tables show it; inf: the seeds at that quantile never got there."""
+    """Median (25-75 %), as the docs' tables show it; inf: the seeds at that quantile never got there."""
     return f"{quantile(values, 0.5):.3f} ({quantile(values, 0.25):.3f}-{quantile(values, 0.75):.3f})"
 
 
-# The printed table's columns, worded as README's tables (which are this output, pasted).
+# The printed table's columns, worded as docs/benchmarks.md's tables (which are this output, pasted).
 COLUMNS = {
     "seeds": "seeds",
     "best_val_acc": "best val_acc",

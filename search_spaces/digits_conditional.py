@@ -1,5 +1,5 @@
 """Conditional hyperparameters: momentum only with sgd, beta2 only with adam, and `layers` deciding how
-many of width_1..width_3 there are (README, "Conditional hyperparameters"). A key whose condition does
+many of width_1..width_3 there are (docs/space-modules.md, "Conditional hyperparameters"). A key whose condition does
 not hold is not in the trial's config at all: no searcher spends trials on it, the code never sees it,
 and the report leaves its cell empty.
 """

@@ -1,24 +1,32 @@
-"""README.md read as the tests need it: its fenced code blocks, and the shape of what the first command
-prints, checked the same way against README's sample and a real run's output (tests/test_readme.py,
-tests/execution/test_console.py)."""
+"""README.md and the docs pages (docs/*.md) read as the tests need them: their fenced code blocks, and
+the shape of what README's first command prints, checked the same way against README's sample and a
+real run's output (tests/test_docs.py, tests/execution/test_console.py)."""
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = (README, *sorted(DOCS.glob("*.md")))  # README first: its first blocks are the two commands
 
 
 @dataclass(frozen=True)
 class Block:
     language: str
     text: str
-    line: int  # README's line of the opening fence, for messages
+    line: int  # the page's line of the opening fence, for messages
     before: str  # the paragraph above the block: what it says the block is
+    page: Path
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
 
 
-def blocks(language: str | None = None) -> list[Block]:
-    lines = README.read_text().splitlines()
+def blocks(language: str | None = None, page: Path = README) -> list[Block]:
+    lines = page.read_text().splitlines()
     found, index = [], 0
     while index < len(lines):
         opening = re.match(r"^```(\w*)\s*$", lines[index])
@@ -33,11 +41,16 @@ def blocks(language: str | None = None) -> list[Block]:
         while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("```"):
             start -= 1
         text = "\n".join(lines[index + 1 : end]) + "\n"
-        block = Block(opening.group(1), text, index + 1, " ".join(lines[start : above + 1]))
+        block = Block(opening.group(1), text, index + 1, " ".join(lines[start : above + 1]), page)
         if language is None or block.language == language:
             found.append(block)
         index = end + 1
     return found
+
+
+def every_block(language: str | None = None) -> list[Block]:
+    """The blocks of README and of every docs page, in that order."""
+    return [block for page in PAGES for block in blocks(language, page)]
 
 
 def sample_output() -> Block:

@@ -23,7 +23,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 OWN = {"tuner", "search_spaces", "tests"}
 # What the package ships and a user's code path reaches: its modules, the shipped spaces, the notebooks.
 SOURCES = [*sorted((REPO / "tuner").rglob("*.py")), *sorted((REPO / "search_spaces").glob("*.py"))]
-NOTEBOOKS = sorted((REPO / "tuner" / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def _name(requirement: str) -> str:

@@ -1,18 +1,22 @@
-"""README cannot drift from what its commands do: every Python snippet runs (the space modules through the
-smoke step, the API and notebook snippets as one real run), every shell command is one tuner's parser or
-the named script accepts, the sample output has the shape a real run prints (the real run's side is
-in tests/execution/test_console.py), and the benchmark table is the one the benchmark prints."""
+"""README and the docs pages cannot drift from what their commands do: the site builds strictly, every
+Python snippet runs (the space modules through the smoke step, the API and notebook snippets as one real
+run), every shell command is one tuner's parser or the named script accepts, README's sample output has
+the shape a real run prints (the real run's side is in tests/execution/test_console.py), and the
+benchmark tables are the ones the benchmark prints."""
 
 import math
+import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests import readme
+import tuner
+from tests import pages
 from tests.conftest import REPO, run_tuner
 from tuner import cli
 from tuner.execution import preparation
@@ -21,10 +25,37 @@ from tuner.spec.space import load as load_space
 SETUP = ("python3 -m venv .venv",)  # how both setup lines begin: a user runs the first, CI the second (.ci/run)
 
 
-def commands() -> list[tuple[readme.Block, list[str]]]:
-    """Every command in README's bash blocks, as argv (a line of `&&`-joined commands gives each)."""
+def test_the_site_builds_strictly(tmp_path):
+    """Every page in the nav and every page linked, each link to a page that exists, and the API
+    reference's names found in the package: any warning fails a strict build."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    mkdocs = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
+    built = subprocess.run(mkdocs, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    reference = (tmp_path / "site" / "reference" / "index.html").read_text()
+    assert all(f"tuner.{name}" in reference for name in tuner.__all__)
+
+
+def test_every_page_is_in_the_sites_nav_and_readmes_table():
+    import yaml
+
+    nav = {next(iter(entry.values())) for entry in yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]}
+    on_disk = {page.name for page in pages.DOCS.glob("*.md")}
+    assert nav == on_disk
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", pages.README.read_text()))
+    assert linked == on_disk - {"index.md"}
+
+
+def is_setup(block: pages.Block) -> bool:
+    """A block of the two commands, as README gives them (and the docs' first pages repeat)."""
+    return block.text.startswith(SETUP)
+
+
+def commands() -> list[tuple[pages.Block, list[str]]]:
+    """Every command in the bash blocks of README and the docs, as argv (a line of `&&`-joined commands
+    gives each)."""
     found = []
-    for block in readme.blocks("bash"):
+    for block in pages.every_block("bash"):
         for line in block.text.splitlines():
             for command in line.split(" && "):
                 argv = shlex.split(command, comments=True)
@@ -34,22 +65,26 @@ def commands() -> list[tuple[readme.Block, list[str]]]:
 
 
 def test_every_command_after_setup_is_typed_as_tuner_and_the_setup_leaves_it_typeable():
-    first = readme.blocks("bash")[0].text.strip()
+    first = pages.blocks("bash")[0].text.strip()
     assert first.startswith(SETUP) and "source .venv/bin/activate" in first and first.endswith("&& tuner run")
+    assert pages.blocks("bash")[1].text.startswith(SETUP)
     # Every command and every printed hint after setup is `tuner` (prose may say `python -m tuner` works too).
-    assert not [block.line for block in readme.blocks() if "python -m tuner" in block.text]
-    later = [argv for block, argv in commands() if block.line > readme.blocks("bash")[1].line]
+    assert not [block.where for block in pages.every_block() if "python -m tuner" in block.text]
+    later = [argv for block, argv in commands() if not is_setup(block)]
     assert not [argv for argv in later if argv[0].startswith(".venv/") or argv[:3] == ["python", "-m", "tuner"]]
+    # The docs' copies of the two commands are README's, word for word.
+    readme_setup = {block.text for block in pages.blocks("bash")[:2]}
+    assert {block.text for block in pages.every_block("bash") if is_setup(block)} == readme_setup
 
 
-def test_every_tuner_command_in_readme_is_accepted_by_tuners_parser():
+def test_every_tuner_command_in_the_docs_is_accepted_by_tuners_parser():
     tuner_commands = [argv for _, argv in commands() if argv[0] == "tuner"]
     assert len(tuner_commands) >= 10  # the run, cluster and report blocks
     for argv in tuner_commands:
         try:
             cli._parser().parse_args(argv[1:])
         except SystemExit as refused:
-            pytest.fail(f"README's `{shlex.join(argv)}` is refused by tuner's parser (exit {refused.code})")
+            pytest.fail(f"`{shlex.join(argv)}` is refused by tuner's parser (exit {refused.code})")
 
 
 SHELL = ("echo", "mkdir", "sleep", "export")  # the shell's own, in the steps README shows around tuner's
@@ -57,21 +92,23 @@ SHELL = ("echo", "mkdir", "sleep", "export")  # the shell's own, in the steps RE
 
 def test_every_other_command_names_a_script_here_and_only_options_it_has():
     for block, argv in commands():
-        if argv[0] == "tuner" or block.line <= readme.blocks("bash")[1].line:
+        if argv[0] == "tuner" or is_setup(block):
             continue  # parsed above; the setup lines run in CI and as README's first command
-        if argv[0] in ("ray", "weed"):  # Ray's own command, in the environment the first command activates;
-            assert (Path(sys.executable).parent / argv[0]).exists()  # SeaweedFS's, from the wheel README names
+        # Ray's own command, in the environment the first command activates; SeaweedFS's and MkDocs', from
+        # the packages the pages name
+        if argv[0] in ("ray", "weed", "mkdocs"):
+            assert (Path(sys.executable).parent / argv[0]).exists()
             continue
         if argv[0] in SHELL or argv[:2] == ["pip", "install"]:
             continue
-        assert argv[0] in ("python", "bash"), f"README line {block.line}: a command this test does not know: {argv}"
+        assert argv[0] in ("python", "bash"), f"{block.where}: a command this test does not know: {argv}"
         script = REPO / argv[1]
-        assert script.is_file(), f"README line {block.line}: {argv[1]} does not exist"
+        assert script.is_file(), f"{block.where}: {argv[1]} does not exist"
         options = script.read_text()
         if "import asha_shapes" in options:  # its options come from bench/asha_shapes.py
             options += (REPO / "bench" / "asha_shapes.py").read_text()
         for flag in (token for token in argv[2:] if token.startswith("--")):
-            assert f'"{flag}"' in options, f"README line {block.line}: {argv[1]} has no option {flag}"
+            assert f'"{flag}"' in options, f"{block.where}: {argv[1]} has no option {flag}"
 
 
 def _describe(spec) -> dict:
@@ -95,10 +132,10 @@ def _describe(spec) -> dict:
     }
 
 
-SPACE_BLOCKS = [block for block in readme.blocks("python") if "\nparam_space = {" in block.text]
+SPACE_BLOCKS = [block for block in pages.every_block("python") if "\nparam_space = {" in block.text]
 
 
-def test_readme_shows_both_tiers_of_space_module():
+def test_the_docs_show_both_tiers_of_space_module():
     assert [block.before.rsplit("`search_spaces/", 1)[1].split("`")[0] for block in SPACE_BLOCKS] == [
         "wine_mlp.py",
         "digits_own_loop.py",
@@ -106,10 +143,10 @@ def test_readme_shows_both_tiers_of_space_module():
     ]
 
 
-@pytest.mark.parametrize("block", SPACE_BLOCKS, ids=lambda block: f"line{block.line}")
+@pytest.mark.parametrize("block", SPACE_BLOCKS, ids=lambda block: block.where)
 def test_each_space_snippet_is_a_whole_module_that_runs_and_is_the_shipped_one(block, tmp_path):
     shipped = REPO / "search_spaces" / block.before.rsplit("`search_spaces/", 1)[1].split("`")[0]
-    path = tmp_path / f"readme_{shipped.name}"
+    path = tmp_path / f"docs_{shipped.name}"
     path.write_text(block.text)
     spec = load_space(str(path))
     # Its own code, one batch up to its first report, as `tuner run` checks it before any trial: no
@@ -124,25 +161,25 @@ def test_each_space_snippet_is_a_whole_module_that_runs_and_is_the_shipped_one(b
 
 
 def test_every_python_snippet_is_run_by_a_test_here():
-    others = [block for block in readme.blocks("python") if block not in SPACE_BLOCKS]
+    others = [block for block in pages.every_block("python") if block not in SPACE_BLOCKS]
     assert [block.before.split(" ")[0] for block in others] == ["From", "In"]  # API_AND_NOTEBOOK below
 
 
 API_AND_NOTEBOOK = [
-    block for block in readme.blocks("python") if block.before.startswith(("From Python", "In Jupyter"))
+    block for block in pages.every_block("python") if block.before.startswith(("From Python", "In Jupyter"))
 ]
-REPORT_BLOCK = next(block for block in readme.blocks("bash") if "tuner report tuner_results/first" in block.text)
+REPORT_BLOCK = next(block for block in pages.every_block("bash") if "tuner report tuner_results/first" in block.text)
 
 
 @pytest.mark.slow
 def test_the_api_and_notebook_snippets_and_the_report_commands_run_as_written(own_ray, tmp_path, monkeypatch):
     """In a fresh folder, as a reader runs them: "From Python" runs an experiment, the notebook snippet
     loads it; the report block's first command runs the experiment its others report, in that order
-    (README's reading order); nothing lands outside ./tuner_results."""
+    (the page's reading order); nothing lands outside ./tuner_results."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     for block in API_AND_NOTEBOOK:
-        exec(compile(block.text, f"README.md:{block.line}", "exec"), {})
+        exec(compile(block.text, block.where, "exec"), {})
     assert (tmp_path / "tuner_results" / "from_python" / "trials.csv").is_file()
     lines = [shlex.split(line, comments=True) for line in REPORT_BLOCK.text.splitlines()]
     assert lines[0][:2] == ["tuner", "run"] and all(argv[:2] == ["tuner", "report"] for argv in lines[1:])
@@ -158,8 +195,8 @@ def test_the_api_and_notebook_snippets_and_the_report_commands_run_as_written(ow
 
 
 def test_the_sample_output_has_the_shape_of_a_real_run():
-    block = readme.sample_output()
-    assert readme.output_shape_problems(block.text, elided=True) == []
+    block = pages.sample_output()
+    assert pages.output_shape_problems(block.text, elided=True) == []
     assert not re.search(r"\d+ lines", block.before)  # a line count would be one more number to drift
 
 
@@ -172,9 +209,9 @@ def _bench(name: str):
 
 
 def _tables_after(command: str) -> list[list[list[str]]]:
-    """The rows (header first) of each Markdown table between README's block holding `command` and the
+    """The rows (header first) of each Markdown table between the docs' block holding `command` and the
     next command."""
-    text = readme.README.read_text()
+    text = next(text for page in pages.PAGES if command in (text := page.read_text()))
     start = text.index(command)
     tables: list[list[list[str]]] = []
     previous = ""
@@ -221,7 +258,7 @@ def test_a_seed_that_never_reaches_the_target_is_inf_not_nan():
 def test_every_test_the_fault_table_names_exists():
     """The fault table's last column names the test that proves each row: a renamed test leaves the row
     pointing at nothing."""
-    text = (REPO / "README.md").read_text()
+    text = "\n".join(page.read_text() for page in pages.PAGES)
     named = {name for row in text.splitlines() if row.startswith("| ") for name in re.findall(r"`(test_\w+)`", row)}
     defined = {
         found

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests import pages
 from tests.conftest import REPO
 
 
 def _screenshot_tool():
-    spec = importlib.util.spec_from_file_location("screenshot_report", REPO / "tools" / "screenshot_report.py")
+    spec = importlib.util.spec_from_file_location("screenshot_report", REPO / "bench" / "screenshot_report.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -32,7 +33,7 @@ def test_screenshots_go_under_the_experiment_unless_a_folder_is_given(tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="reads which files git tracks")
 def test_no_benchmark_writes_over_a_tracked_file_or_leaves_a_temp_folder():
     """Static, since the benchmarks take minutes: a folder from tempfile.mkdtemp is never removed (60 MB
-    of experiments per run were left in /tmp), and README's commands name no tracked file as output."""
+    of experiments per run were left in /tmp), and the docs' commands name no tracked file as output."""
     for script in sorted((REPO / "bench").glob("*.py")):
         calls = [
             node.func.attr
@@ -41,8 +42,7 @@ def test_no_benchmark_writes_over_a_tracked_file_or_leaves_a_temp_folder():
         ]
         assert "mkdtemp" not in calls, f"{script.name}: tempfile.mkdtemp's folder outlives the run"
     tracked = set(subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split())
-    readme = (REPO / "README.md").read_text()
-    for line in readme.splitlines():
+    for line in (line for page in pages.PAGES for line in page.read_text().splitlines()):
         if line.startswith("python bench/") and "--plot" in line:
             target = line.split("--plot", 1)[1].split()[0]
             assert Path(target).is_absolute() or target not in tracked, line

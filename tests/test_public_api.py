@@ -66,7 +66,7 @@ def test_a_space_built_in_python_checks_itself(fields, message):
 
 @pytest.mark.slow
 def test_run_and_load_through_the_public_api(tmp_path):
-    """What README's "From Python" shows, in a fresh interpreter (tuner starts its own Ray)."""
+    """What docs/results.md's "From Python" shows, in a fresh interpreter (tuner starts its own Ray)."""
     code = (
         "import tuner\n"
         "space = tuner.ExperimentSpec.of(\n"

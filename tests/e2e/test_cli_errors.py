@@ -176,8 +176,7 @@ def test_bad_input_from_a_real_process_has_no_traceback(tmp_path):
     result = run_tuner("run", "missing_fields.py", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "tuner: error: space module missing_fields.py is missing metric, mode, param_space; "
-        "see README 'Writing a space module'"
+        "tuner: error: space module missing_fields.py is missing metric, mode, param_space; see docs/space-modules.md"
     ]
 
 

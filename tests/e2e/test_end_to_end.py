@@ -354,7 +354,7 @@ def asha_run(workdir):
 def test_compare_notebook_puts_two_experiments_side_by_side(grid_run, asha_run, monkeypatch):
     _, grid = grid_run
     outputs = _execute_notebook(
-        REPO / "tuner" / "notebooks" / "compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}"
+        REPO / "notebooks" / "compare.ipynb", monkeypatch, TUNER_EXPERIMENTS=f"{grid},{asha_run}"
     )
     text = _text(outputs)
     assert "comparing grid (grid, fifo) vs asha (random, asha)" in text

@@ -368,7 +368,7 @@ def test_submit_as_a_ray_job_and_follow_its_logs(ray_head, tmp_path):
     assert "WebSocket closed" not in result.stdout + result.stderr
     # The job ran the checkout's tuner from Ray's copy of it; its hints name the checkout, not that copy.
     notebook = next(line for line in result.stdout.splitlines() if line.startswith("notebook:"))
-    assert f"{checkout}/tuner/notebooks/quick_look.ipynb" in notebook, notebook
+    assert f"{checkout}/notebooks/quick_look.ipynb" in notebook, notebook
     assert f"install -e '{checkout}[notebook]'" in notebook and ray_head["temp_dir"] not in result.stdout
 
     # The printed stop line stops a job, pasted as printed.

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from tests import readme
+from tests import pages
 from tests.conftest import run_tuner, tuner_process
 from tuner.command import tuner_command
 
@@ -63,8 +63,8 @@ def test_the_default_experiment_on_a_pipe_is_a_few_plain_lines(tmp_path):
     flags = " ".join(f"--set {key}={best[key]}" for key in ("batch_size", "hidden", "lr", "weight_decay"))
     assert f"  as flags:   {flags}" in out
     assert f"{tuner_command()} report {experiment} --html" in out
-    # README's sample of this output (tests/test_readme.py checks the sample against the same shape).
-    assert readme.output_shape_problems(out) == [], out
+    # README's sample of this output (tests/test_docs.py checks the sample against the same shape).
+    assert pages.output_shape_problems(out) == [], out
 
 
 def test_on_a_terminal_the_status_is_redrawn_in_place_and_quiet_prints_the_summary_only(tmp_path):

@@ -109,9 +109,9 @@ def test_set_parser_accepts_or_explains(item):
     assert not isinstance(value, (list, tuple, dict, set))  # one value, never a search axis
 
 
-# An independent oracle for the space's scalar fields: what each accepts, written from README's table
-# rather than from the validator, so that a value the validator wrongly accepts or refuses (True as a
-# count, an infinite CPU share) fails here.
+# An independent oracle for the space's scalar fields: what each accepts, written from the options table
+# (docs/getting-started.md) rather than from the validator, so that a value the validator wrongly accepts
+# or refuses (True as a count, an infinite CPU share) fails here.
 def _whole_at_least(minimum: int, maximum: int = 100_000):
     return lambda v: type(v) is int and minimum <= v <= maximum
 
@@ -121,7 +121,7 @@ def _finite(v) -> bool:
 
 
 def _seconds(v: str) -> float:
-    """A duration's seconds, as README's table writes the units (1h30m, 90s, 90)."""
+    """A duration's seconds, as the options table writes the units (1h30m, 90s, 90)."""
     total = 0.0
     for number, unit in re.findall(r"(\d+)([hms]?)", v.lower()):
         total += int(number) * {"h": 3600, "m": 60}.get(unit, 1)
@@ -129,7 +129,7 @@ def _seconds(v: str) -> float:
 
 
 SCALAR_ORACLE = {
-    "epochs": _whole_at_least(1),  # README: 1 to 100000, num_samples and max_concurrent likewise
+    "epochs": _whole_at_least(1),  # the docs: 1 to 100000, num_samples and max_concurrent likewise
     "num_samples": _whole_at_least(1),
     "max_concurrent": lambda v: v is None or _whole_at_least(1)(v),
     # A share of a node's CPUs or GPUs: Ray's unit, 0.0001, at the least (GPUs: or none).

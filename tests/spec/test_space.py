@@ -106,11 +106,11 @@ def test_invalid_fields(tmp_path, change, message):
 
 
 def test_missing_fields_are_listed(tmp_path):
-    with pytest.raises(TunerError, match="missing metric, mode, param_space; see README"):
+    with pytest.raises(TunerError, match="missing metric, mode, param_space; see docs/space-modules.md"):
         spaces.load(write(tmp_path, 'model = "mlp"\ndataset = "digits"\n'))
     with pytest.raises(TunerError, match="missing metric, mode, param_space, model, dataset \\(or a train_loop"):
         spaces.load(write(tmp_path, "x = 1\n"))
-    with pytest.raises(TunerError, match="missing dataset; see README"):
+    with pytest.raises(TunerError, match="missing dataset; see docs/space-modules.md"):
         spaces.load(write(tmp_path, VALID.replace('dataset = "digits"', "")))
 
 

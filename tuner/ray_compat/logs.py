@@ -22,7 +22,7 @@ TOKEN_SETUP_LOGGER = "ray._private.authentication.authentication_token_setup"
 def quiet_token_notice(quiet: bool) -> Iterator[None]:
     """Drops the line Ray logs to say token authentication is on, as it starts a local instance or
     connects to a cluster that uses it, or submits a job there. The line also says how to turn
-    authentication off, advice tuner never gives (README says why it keeps it on), so below -v it is
+    authentication off, advice tuner never gives (docs/reliability.md says why it keeps it on), so below -v it is
     left out; Ray's warning that authentication is off (RAY_AUTH_MODE=disabled) still shows. Can go
     when Ray logs it at DEBUG."""
     notice, logger = _TokenAuthOnNotice(), logging.getLogger(TOKEN_SETUP_LOGGER)

@@ -84,7 +84,7 @@ class Experiment:
         )
 
     def importance(self, evaluator: str = importances.AUTO) -> pd.DataFrame:
-        """param, importance, std per hyperparameter, most important first; needs 4 scored trials.
+        """param, importance, low, high per hyperparameter, most important first; needs 4 scored trials.
         evaluator: "auto", "fanova" or "ped-anova" (tuner/results/importance.py says which to use)."""
         return importances.importance(self.trials, self.meta, evaluator)
 
@@ -93,6 +93,8 @@ class Experiment:
 
 
 def load(path: str) -> Experiment:
+    """The experiment at `path` (a directory or a bucket URI) in pandas, read from its report files, or
+    from Ray's own files while a run goes on or after one was interrupted."""
     meta = report.load_meta(path)
     trials, history = report.read_tables(path)
     return Experiment(path=path, meta=meta, trials=trials, history=history)

@@ -9,6 +9,8 @@ from tuner.storage.meta import ExperimentMeta
 
 @dataclass(frozen=True)
 class Outcome:
+    """What `tuner.run`, `resume` and `extend` return: the experiment as the run left it."""
+
     experiment_path: str
     trials: pd.DataFrame
     metric: str

@@ -21,7 +21,15 @@ from tuner.storage.meta import ExperimentMeta
 from tuner.training.result_keys import COSTS
 from tuner.trial_status import UNFINISHED
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"  # package data: installed with tuner
+
+def _notebooks() -> Path:
+    """The shipped notebooks: package data, which a wheel installs as tuner/notebooks and a checkout (an
+    editable install) keeps in its top-level notebooks/ (pyproject.toml maps the one to the other)."""
+    installed = Path(__file__).resolve().parent.parent / "notebooks"
+    return installed if (installed / "quick_look.ipynb").is_file() else installed.parent.parent / "notebooks"
+
+
+NOTEBOOKS = _notebooks()
 
 
 def summarize(outcome: Outcome) -> int:

@@ -16,7 +16,7 @@ from tuner.spec.conditions import Conditions
 
 # --search auto runs every config of a finite space of at most this many (or num_samples, if more),
 # and otherwise at least this many configs under a model-based searcher with ASHA. 16 itself is a starting point: no
-# benchmark yet varies the space's size around it (README, "Benchmark: search efficiency").
+# benchmark yet varies the space's size around it (docs/benchmarks.md, "Search efficiency").
 AUTO_WHOLE_SPACE_MAX = 16
 # A Gaussian process (`gp`) for budgets up to GP_MAX_TRIALS (bench/tabular.py), beyond which its
 # suggestions grow slow; over numeric ranges, CMA-ES (`cmaes`) from CMAES_MIN_TRIALS, before TPE's own

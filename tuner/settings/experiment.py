@@ -103,6 +103,8 @@ class Objective:
 
 @dataclass(frozen=True)
 class Budget:
+    """How much an experiment trains: epochs per trial, trials, and what may end it sooner."""
+
     epochs: int = setting(5, Whole(1, MAX_EPOCHS, EPOCHS_WHY), "epochs per trial")
     num_samples: int = setting(
         1,
@@ -136,6 +138,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class Resources:
+    """What each trial gets: its workers, how it spreads over them, their CPUs and GPUs, its precision."""
+
     workers: int = setting(
         1, Whole(1, MAX_WORKERS, WORKERS_WHY), "Ray Train workers per trial (1 trains in the trial's own process)"
     )
@@ -191,6 +195,8 @@ REDUCTION_WHY = "a rung keeps 1/N of the trials that reach it, and an experiment
 
 @dataclass(frozen=True)
 class Tuning:
+    """How configs are proposed and trials stopped: the searcher, the scheduler and their settings."""
+
     search: str = setting("grid", OneOf(SEARCHES), "what proposes configs: " + " | ".join(SEARCHES))
     scheduler: str = setting("fifo", OneOf(SCHEDULERS), "what may stop trials early: " + " | ".join(SCHEDULERS))
     pbt_mutable: tuple[str, ...] | None = setting(

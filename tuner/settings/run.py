@@ -64,6 +64,9 @@ class Cluster:
 
 @dataclass(frozen=True)
 class RunOptions:
+    """How one run goes, apart from the experiment: where it is stored and named, its seed, the
+    cluster, the output. Each field is the command-line option of the same name (`tuner run --help`)."""
+
     storage_path: str = setting(DEFAULT_STORAGE_PATH, Text(), "where experiments go: a local path or pyarrow-fs URI")
     name: str | None = setting(
         None, PlainName(), "experiment directory name (default: <space>-<timestamp>)", optional=True

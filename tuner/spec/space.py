@@ -1,6 +1,6 @@
 """Space modules: plain Python files that declare one experiment, loaded and checked before Ray starts.
 
-A space module sets module-level names (see README, "Writing a space module"): required `metric`,
+A space module sets module-level names (see docs/space-modules.md): required `metric`,
 `mode` (unless `metric` maps each metric to its mode), `param_space`, and either `model` and `dataset`
 (tuner's loop trains them; optionally `loss`, `metrics`, `optimizer`) or `train_loop` (the module's
 own loop; `dataset` optional). `model` and `dataset` may name a shipped one. Optional: any setting of
@@ -93,7 +93,7 @@ class ExperimentSpec:
         """A spec from flat names: `metric`, `mode`, `param_space`, the parts, and any setting by its name
         (`epochs=20`), as a space module declares them."""
         if missing := [key for key in REQUIRED if key not in values and not _mode_in_metric(key, values)]:
-            raise TunerError(f"space {name}: give {', '.join(missing)}; see README 'Writing a space module'")
+            raise TunerError(f"space {name}: give {', '.join(missing)}; see docs/space-modules.md")
         grouped: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
         rest = {}
         for key, value in values.items():
@@ -231,9 +231,7 @@ def from_module(module: ModuleType, name: str, source: str, local_modules: tuple
         missing += [key for key in ("model", "dataset") if not hasattr(module, key)]
     if missing:
         own_loop = " (or a train_loop instead of model)" if "model" in missing else ""
-        raise TunerError(
-            f"space module {source} is missing {', '.join(missing)}{own_loop}; see README 'Writing a space module'"
-        )
+        raise TunerError(f"space module {source} is missing {', '.join(missing)}{own_loop}; see docs/space-modules.md")
     known = MODULE_NAMES | set(SETTING_NAMES)
     values = {key: getattr(module, key) for key in known if hasattr(module, key)}
     return ExperimentSpec.of(name, source=source, local_modules=local_modules, **values)

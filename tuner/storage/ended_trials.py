@@ -4,7 +4,7 @@ Ray Tune's loggers write each trial's files (result.json, progress.csv, params, 
 error file) into a staging directory on the driver, and at every experiment snapshot Ray copies that
 whole directory to storage again, every file of every trial the experiment has had. An ended trial's
 files never change again, yet each snapshot copies them: at 3,000 trials most of the driver's time
-beyond Ray's own loop went to copying unchanged files (bench/scale.py, README "Performance"). So at a
+beyond Ray's own loop went to copying unchanged files (bench/scale.py, docs/benchmarks.md "Performance"). So at a
 snapshot, each trial that ended since is copied to storage once, whole, and its staging directory is
 deleted: the snapshots' copies then follow the trials still running, not the experiment's size.
 

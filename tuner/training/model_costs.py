@@ -36,7 +36,7 @@ PARAMS, LATENCY_MS = COSTS
 WARMUP, REPEATS = 2, 5  # forwards: untimed, then timed
 # A forward slower than this is timed 3 times after the one warm-up: its time varies less, relative to
 # itself, than a fast one's, and 7 forwards of a large model on a CPU would be a noticeable share of a
-# short trial (bench numbers in README, "What the model costs").
+# short trial (bench numbers in docs/results.md, "What the model costs").
 SLOW_MS, SLOW_REPEATS = 100.0, 3
 
 
