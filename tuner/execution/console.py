@@ -222,7 +222,7 @@ class LiveProgress(tune.Callback):
         # The run is over; as the report names these (tuner/results/report.py, _status).
         if trial.status == Trial.PAUSED:
             return PAUSED
-        if not trial.last_result or self._epochs_of(trial) == 0:
+        if self._epochs_of(trial) == 0:  # Ray's last_result is never empty: only a report has an epoch
             return NOT_STARTED
         # Still running when the run ended, which Tune ends without the hooks above: --stop and the time
         # budget end them before Ray saves its state (TERMINATED: stopped early in the report), Ctrl-C

@@ -168,10 +168,10 @@ READERS = 8  # result files read at once: reading is waiting on storage, most of
 
 
 def _result_rows(trials: list[Any]) -> Rows:
-    """Each reported trial's rows from its result.json (a torn last line skipped), read several at once."""
+    """Each recorded trial's rows from its result.json (a torn last line skipped), read several at once.
+    Not only those Ray saw report: a driver killed between a result and its next state snapshot leaves rows
+    in result.json that the state does not know of."""
 
-    # Every recorded trial's file, not only those Ray saw report: a driver killed between a result and
-    # its next state snapshot leaves rows in result.json that the state does not know of.
     def read(trial: Any) -> list[dict[str, Any]]:
         text = trial_files.read_text(trial.storage.storage_filesystem, f"{trial.storage.trial_fs_path}/result.json")
         return trial_files.json_lines(text or "")
@@ -254,13 +254,11 @@ def _status(trial: Any, reported: bool, diverged: Any, epochs_run: int, meta: Ex
     """`reported`: the trial has result rows; `diverged`: its last row's flag."""
     if reported and diverged in (True, 1):
         return TrialStatus.DIVERGED
-    if not reported and not has_reported(trial):
+    if not reported and not has_reported(trial) and trial.status not in ("ERROR", "RUNNING"):
         # Also a trial that --stop or the time budget ended before its first report: Ray marks it
-        # TERMINATED. One running (a run going on, or cut off by Ctrl-C) is started, if not yet reported.
-        if trial.status in ("ERROR", "RUNNING"):
-            return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
+        # TERMINATED. One running (a run going on, or cut off by Ctrl-C) has started, reported or not.
         return TrialStatus.NOT_STARTED
-    if not reported:  # it reported, but its files are gone (a damaged experiment): Ray's word alone
+    if not reported:  # it reported, but its files are gone (a damaged experiment), errored or runs: Ray's word
         return FROM_RAY.get(trial.status) or TrialStatus.INCOMPLETE
     if trial.status == "TERMINATED" and epochs_run < meta.budget.epochs:
         return TrialStatus.STOPPED_EARLY
