@@ -1,7 +1,7 @@
 """Trials packed on one GPU: aggregate samples/s of 1, 2, 4, 8 trials at once, through `tuner run` and as
 the same number of bare torch processes, side by side in one run.
 
-    python bench/gpu_packing.py [--counts 1,2,4,8] [--models cnn,resnet18] [--budget-s 300]
+    python bench/gpu_packing.py [--counts 1,2,4,8] [--models cnn,resnet18] [--epochs N] [--budget-s 300]
     python bench/gpu_packing.py --cpu-check     # the code paths on the CPU, tiny sizes (no figures)
 
 Models: a small CNN (two conv blocks, the kind the issue measured at 106k samples/s alone) and
@@ -9,28 +9,35 @@ torchvision's ResNet-18, both on synthetic 32x32 images, 10 classes, Adam, batch
 
   tuner  `python -m tuner run <generated space> --gpus-per-worker 1/N --max-concurrent N`: real Ray,
          fractional GPUs, N configs (a grid of N learning rates), each trial's data put in the object
-         store once. Aggregate = the sum of the trials' median `samples_per_s` over the epochs after the
-         first (the loop's own figure: its training batches only); `wall` = every trial's training
-         samples over the command's whole wall time (Ray's start included).
+         store once. A timed epoch runs from the previous epoch's `reported_at` to its own (its
+         training, evaluation and checkpoint: what a trial costs).
   bare   N processes started together (a barrier after one warm-up epoch), each a plain torch loop with
-         its data already on the GPU. Aggregate = the same sum of medians; `window` = all timed samples
-         over the span from the first timed epoch's start to the last one's end (the honest figure
-         when the processes do not overlap fully).
+         its data already on the GPU; a timed epoch is its training batches, synchronised.
 
-Printed: each row as it is measured, then the table with the ratios (tuner / bare at the same N;
-N / 1 of each) against the issue's targets: tuner >= 0.85x bare at every N, 8 small trials on one GPU
->= 5x one, and `auto`'s choice >= 0.9x the best fixed N (when `--gpus-per-worker auto` exists). Then
-precision rows per model, one bare process each: fp32 (TF32 off), tf32, bf16 autocast (TF32 on).
+Aggregate samples/s, for both: over the shared window, the span in which every trial was in a timed
+epoch (the first epoch is warm-up), each trial's samples inside it (its epochs' rates, prorated) over
+the window's length. Trials that start seconds apart are so measured only while all of them run; each
+row also prints `skew %`, the spread of the trials' first timed starts against a trial's timed run,
+and a row over 10 % says to lengthen the run (--epochs), since its window then covers too little of it.
+
+Printed: each row as it is measured, then the ratios (tuner / bare at the same N; N / 1 of each)
+against the issue's targets: tuner >= 0.85x bare at every N, 8 small trials on one GPU >= 5x one, and
+`--gpus-per-worker auto` (its smoke step measuring the trial, then packing by it) >= 0.9x the best fixed
+N. Then precision rows per model, one trial each, bare and through `tuner run --precision`: fp32 (TF32
+off), tf32, bf16 autocast (TF32 on).
 
 Without CUDA (and without --cpu-check) it prints one line saying it needs a GPU and exits 0: nothing
 to measure is no failure (as `python tests/training/test_gpu.py` does). `--budget-s` bounds the run:
-rows that would start after it are listed as skipped, so a run under `timeout` still prints its table.
+no row starts after it (listed as skipped) and a running row is stopped at it, so a run under
+`timeout` still prints its table. A failed row (a child process's error, a `tuner run` that exits
+non-zero) prints why and leaves the other rows theirs.
 """
 
 import argparse
 import json
 import multiprocessing as mp
 import os
+import queue
 import statistics
 import subprocess
 import sys
@@ -38,6 +45,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 NUM_CLASSES = 10
 PRECISIONS = ("fp32", "tf32", "bf16")
 TARGET_VS_BARE, TARGET_EIGHT_VS_ONE, TARGET_AUTO = 0.85, 5.0, 0.9
+MAX_SKEW = 0.10  # of a trial's timed run: beyond it the shared window is too small a part of the run
 
 # The models as source text: the bare processes exec it, and the generated space module embeds it, so a
 # trial needs nothing of this file (Ray pickles a space's functions by value, not this module).
@@ -87,8 +96,39 @@ class Spec:
     image_size: int = 32
 
 
-SIZES = {"cnn": Spec("cnn", 32768, 3), "resnet18": Spec("resnet18", 8192, 3)}
-CPU_CHECK = {"cnn": Spec("cnn", 256, 2, 64, 16), "resnet18": Spec("resnet18", 128, 2, 64, 16)}
+# Epochs long enough that trials starting a second or two apart still overlap for most of their run.
+SIZES = {"cnn": Spec("cnn", 65536, 8), "resnet18": Spec("resnet18", 8192, 8)}
+CPU_CHECK = {"cnn": Spec("cnn", 256, 3, 64, 16), "resnet18": Spec("resnet18", 128, 3, 64, 16)}
+
+
+@dataclass(frozen=True)
+class Span:
+    """One timed epoch of one trial: wall-clock start and end (time.time()), and its training samples."""
+
+    start: float
+    end: float
+    samples: int
+
+
+def shared_window(trials: list[list[Span]]) -> dict[str, float]:
+    """Aggregate samples/s while every trial was in a timed epoch, the window's length, and the trials'
+    start skew as a percentage of a trial's (the median) timed run."""
+    start, end = max(spans[0].start for spans in trials), min(spans[-1].end for spans in trials)
+    if end <= start:
+        raise RuntimeError("the trials never all trained at once: lengthen the run (--epochs)")
+    inside = 0.0
+    for spans in trials:
+        for span in spans:
+            overlap = min(span.end, end) - max(span.start, start)
+            if overlap > 0:
+                inside += span.samples * overlap / (span.end - span.start)
+    firsts = [spans[0].start for spans in trials]
+    run = statistics.median(spans[-1].end - spans[0].start for spans in trials)
+    return {
+        "samples/s": inside / (end - start),
+        "window s": end - start,
+        "skew %": 100 * (max(firsts) - min(firsts)) / run,
+    }
 
 
 def set_precision(precision: str) -> Any:
@@ -99,7 +139,9 @@ def set_precision(precision: str) -> Any:
     return torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def _bare_process(index: int, spec: Spec, device_name: str, precision: str, threads: int, barrier: Any, out: Any):
+def _bare_process(
+    index: int, spec: Spec, device_name: str, precision: str, threads: int, barrier: Any, out: Any, wait_s: float
+) -> None:
     torch.set_num_threads(threads)
     device = torch.device(device_name)
     autocast = set_precision(precision) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
@@ -107,12 +149,12 @@ def _bare_process(index: int, spec: Spec, device_name: str, precision: str, thre
     model = build(spec.model).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = (t.to(device) for t in synthetic(spec.samples, spec.image_size))
-    spans: list[tuple[float, float]] = []
+    spans: list[Span] = []
     for epoch in range(spec.epochs):
         if epoch == 1:
-            barrier.wait()  # every process warmed up: the timed epochs overlap
+            barrier.wait(timeout=wait_s)  # every process warmed up: the timed epochs overlap
         order = torch.randperm(len(y), device=device)
-        started = time.perf_counter()
+        started = time.time()
         for i in range(0, len(y), spec.batch_size):
             batch = order[i : i + spec.batch_size]
             with autocast:
@@ -122,31 +164,39 @@ def _bare_process(index: int, spec: Spec, device_name: str, precision: str, thre
             optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        spans.append((started, time.perf_counter()))
-    if spec.epochs == 1:
-        barrier.wait()
-    out.put((index, spans[1:] or spans))
+        spans.append(Span(started, time.time(), spec.samples))
+    out.put((index, spans[1:]))
 
 
-def bare(spec: Spec, count: int, device: str = "cuda", precision: str = "tf32") -> dict[str, float]:
-    """`count` plain torch processes training `spec` at once on `device`: the sum of their median epoch
-    rates, and all timed samples over the window they span."""
+def bare(spec: Spec, count: int, device: str, precision: str, wait_s: float) -> dict[str, float]:
+    """`count` plain torch processes training `spec` at once on `device`, over their shared window; a
+    process that fails or a row that runs past `wait_s` ends the row with the reason."""
     context = mp.get_context("spawn")
     barrier, out = context.Barrier(count), context.Queue()
     threads = max(1, (os.cpu_count() or 1) // count)
     processes = [
-        context.Process(target=_bare_process, args=(i, spec, device, precision, threads, barrier, out))
+        context.Process(target=_bare_process, args=(i, spec, device, precision, threads, barrier, out, wait_s))
         for i in range(count)
     ]
     for process in processes:
         process.start()
-    results = [out.get(timeout=600) for _ in processes]
-    for process in processes:
-        process.join()
-    spans = [span for _, found in results for span in found]
-    rate_sum = sum(statistics.median(spec.samples / (end - start) for start, end in found) for _, found in results)
-    window = max(end for _, end in spans) - min(start for start, _ in spans)
-    return {"samples/s": rate_sum, "window samples/s": len(spans) * spec.samples / window}
+    deadline = time.monotonic() + wait_s
+    found: list[tuple[int, list[Span]]] = []
+    try:
+        while len(found) < count:
+            try:
+                found.append(out.get(timeout=1))
+            except queue.Empty:
+                failed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if failed or time.monotonic() > deadline:
+                    why = f"exit codes {failed}" if failed else f"not done after {wait_s:.0f} s"
+                    raise RuntimeError(f"{count} bare processes: {why}") from None
+    finally:
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+    return shared_window([spans for _, spans in found])
 
 
 def space_source(spec: Spec, count: int) -> str:
@@ -170,32 +220,33 @@ def space_source(spec: Spec, count: int) -> str:
         """)
 
 
-def tuner_options() -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", "run", "--help"], capture_output=True, text=True, cwd=REPO
-    ).stdout
-
-
-def through_tuner(spec: Spec, count: int, gpus: str, workdir: str, extra: tuple[str, ...] = ()) -> dict[str, float]:
-    """`tuner run` of `count` trials of `spec` at once, each with `gpus` GPUs (`auto`, or a number)."""
+def through_tuner(
+    spec: Spec, count: int, gpus: str, workdir: str, wait_s: float, extra: tuple[str, ...] = ()
+) -> dict[str, float]:
+    """`tuner run` of `count` trials of `spec` at once, each with `gpus` GPUs (`auto`, with its smoke step
+    to measure the trial, or a number, without one), over their shared window."""
     from tuner.results.report import read_tables  # here: --cpu-check's bare rows need no Ray
 
     name = f"{spec.model}-{count}-{gpus.replace('/', '_')}-{'-'.join(extra) or 'default'}".replace("--", "")
     space = Path(workdir) / f"{name.replace('-', '_').replace('.', '_')}.py"
     space.write_text(space_source(spec, count))
     command = [sys.executable, "-m", "tuner", "run", str(space), "--gpus-per-worker", gpus]
-    command += ["--max-concurrent", str(count), "-q", "--no-smoke", "--storage-path", workdir, "--name", name, *extra]
-    started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
-    wall = time.perf_counter() - started
+    command += ["--max-concurrent", str(count), "-q", "--storage-path", workdir, "--name", name, *extra]
+    command += [] if gpus == "auto" else ["--no-smoke"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"tuner run: not done after {wait_s:.0f} s") from None
     if done.returncode != 0:
         raise RuntimeError(f"tuner run exited {done.returncode}: {(done.stderr or done.stdout).strip()[-800:]}")
     trials, history = read_tables(f"{workdir}/{name}")
     if len(trials) != count or (trials["status"] != "finished").any():
         raise RuntimeError(f"tuner run: expected {count} finished trials, got {trials['status'].tolist()}")
-    timed = history[history["epoch"] > 1] if spec.epochs > 1 else history
-    rates = timed.groupby("trial_id")["samples_per_s"].median()
-    return {"samples/s": float(rates.sum()), "wall samples/s": count * spec.epochs * spec.samples / wall}
+    spans = []
+    for _, epochs in history.sort_values("epoch").groupby("trial_id"):
+        ends = epochs["reported_at"].tolist()  # epoch 1 (warm-up) ends where the timed ones begin
+        spans.append([Span(start, end, spec.samples) for start, end in zip(ends, ends[1:])])
+    return shared_window(spans)
 
 
 class Rows:
@@ -206,13 +257,17 @@ class Rows:
         self.deadline = time.perf_counter() + budget_s
 
     def measure(self, label: dict[str, Any], how: Any, *args: Any) -> dict[str, Any] | None:
-        if time.perf_counter() > self.deadline:
+        """Runs `how(*args, wait_s)`, where wait_s is what is left of the budget."""
+        left = self.deadline - time.perf_counter()
+        if left <= 0:
             row = {**label, "note": "skipped: --budget-s spent"}
         else:
             try:
-                row = {**label, **{key: round(value, 1) for key, value in how(*args).items()}}
+                row = {**label, **{key: round(value, 1) for key, value in how(*args, left).items()}}
             except Exception as error:  # a failed row is reported, and the other rows still run
                 row = {**label, "note": f"FAILED {type(error).__name__}: {error}"}
+        if row.get("skew %", 0) > 100 * MAX_SKEW:
+            row["note"] = f"skew over {100 * MAX_SKEW:.0f}% of the run: lengthen it (--epochs)"
         self.rows.append(row)
         print(json.dumps(row), flush=True)
         return row if "samples/s" in row else None
@@ -222,8 +277,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", default="1,2,4,8", help="trials per GPU to measure (comma-separated)")
     parser.add_argument("--models", default="cnn,resnet18")
+    parser.add_argument("--epochs", type=int, help="epochs per trial, the first of them warm-up (default: by model)")
     parser.add_argument("--budget-s", type=float, default=330, help="start no row after this many seconds")
     parser.add_argument("--no-tuner", action="store_true", help="bare torch rows only (no Ray needed)")
+    parser.add_argument("--no-precision", action="store_true", help="leave out the precision rows")
     parser.add_argument("--cpu-check", action="store_true", help="run the code paths on the CPU, tiny sizes")
     args = parser.parse_args()
     counts = [int(n) for n in args.counts.split(",")]
@@ -232,77 +289,40 @@ def main() -> None:
         print("bench/gpu_packing.py needs a CUDA GPU and sees none: nothing measured (bench/gpu_check.sh runs it)")
         return
     device, sizes = ("cpu", CPU_CHECK) if args.cpu_check else ("cuda", SIZES)
+    if args.epochs:
+        sizes = {model: replace(spec, epochs=max(2, args.epochs)) for model, spec in sizes.items()}
     gpus_per = (lambda n: "0") if args.cpu_check else (lambda n: f"{1 / n:.6g}")
     if not args.cpu_check:
         print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {os.cpu_count()} CPUs", flush=True)
-    options = "" if args.no_tuner else tuner_options()
     rows = Rows(args.budget_s)
     table: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def measure(model: str, run: str, trials: int, how: Any, *how_args: Any) -> None:
+        if found := rows.measure({"model": model, "run": run, "trials": trials}, how, *how_args):
+            table[(model, run, trials)] = found
+
     with tempfile.TemporaryDirectory() as workdir:
         # Counts outer, models inner: a run cut short by --budget-s still has both models at the first
         # counts (give them as 1,8,4,2 to have the 8-vs-1 ratio early).
         for n in counts:
             for model in models:
-                spec = sizes[model]
-                found = rows.measure({"model": model, "run": "bare", "trials": n}, bare, spec, n, device)
-                if found:
-                    table[(model, "bare", n)] = found
+                measure(model, "bare", n, bare, sizes[model], n, device, "tf32")
                 if not args.no_tuner:
-                    found = rows.measure(
-                        {"model": model, "run": "tuner", "trials": n},
-                        through_tuner,
-                        spec,
-                        n,
-                        gpus_per(n),
-                        workdir,
-                    )
-                    if found:
-                        table[(model, "tuner", n)] = found
-        for model in models:
-            spec = sizes[model]
-            # The issue's item 1-2 (`--gpus-per-worker auto`, packing by measured memory): measured here
-            # once the option exists on this branch; its own helper adds it.
-            if not args.no_tuner and not args.cpu_check and "auto" in options.split("--gpus-per-worker", 1)[-1][:300]:
-                found = rows.measure(
-                    {"model": model, "run": "tuner auto", "trials": max(counts)},
-                    through_tuner,
-                    spec,
-                    max(counts),
-                    "auto",
-                    workdir,
-                )
-                if found:
-                    table[(model, "tuner auto", max(counts))] = found
+                    measure(model, "tuner", n, through_tuner, sizes[model], n, gpus_per(n), workdir)
+        if not args.no_tuner:
+            for model in models:  # on the CPU, auto finds no GPU and trains there: the code path only
+                measure(model, "tuner auto", max(counts), through_tuner, sizes[model], max(counts), "auto", workdir)
         print_ratios(table, models, counts)
-        for model in models:
-            spec = replace(sizes[model], epochs=max(2, sizes[model].epochs))
+        for model in [] if args.no_precision else models:
             for precision in PRECISIONS:
-                rows.measure(
-                    {"model": model, "run": f"bare, {precision}", "trials": 1},
-                    bare,
-                    spec,
-                    1,
-                    device,
-                    precision,
-                )
-                # TUNER PRECISION ROWS: the `precision` setting (issue item 4) is another helper's; once
-                # `tuner run --precision` exists, these rows measure it through tuner too.
-                if not args.no_tuner and not args.cpu_check and "--precision" in options:
-                    rows.measure(
-                        {"model": model, "run": f"tuner, {precision}", "trials": 1},
-                        through_tuner,
-                        spec,
-                        1,
-                        "1",
-                        workdir,
-                        ("--precision", precision),
-                    )
-        if "--precision" not in options and not args.no_tuner:
-            print("tuner precision rows: not measured, `tuner run` has no --precision option on this branch")
+                measure(model, f"bare, {precision}", 1, bare, sizes[model], 1, device, precision)
+                if not args.no_tuner:
+                    with_precision = partial(through_tuner, extra=("--precision", precision))
+                    measure(model, f"tuner, {precision}", 1, with_precision, sizes[model], 1, gpus_per(1), workdir)
 
 
 def print_ratios(table: dict[tuple[str, str, int], dict[str, Any]], models: list[str], counts: list[int]) -> None:
-    print("\nratios (aggregate samples/s: the sum of each trial's median epoch rate)")
+    print("\nratios (aggregate samples/s over the window in which every trial trained)")
     for model in models:
         for n in counts:
             tuner, bare_row = table.get((model, "tuner", n)), table.get((model, "bare", n))

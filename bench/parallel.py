@@ -1,6 +1,7 @@
 """Every way a trial can spread over devices, on one model and one global batch, side by side.
 
     python bench/parallel.py [--epochs 3] [--samples 2048] [--batch-size 64] [--image-size 16]
+    python bench/parallel.py --cpu-check     # also the GPU rows' code on the CPU, tiny sizes (no figures)
 
 Each variant runs tuner's own loop (`tuner.training.trial.run_trial_loop`, what every trial runs) with one
 parallel strategy; multi-rank variants are processes started with torch.multiprocessing and a torch
@@ -11,10 +12,12 @@ are the loop's own `samples_per_s`, median over the epochs after the first (warm
 On CPU (gloo): one process, ddp and fsdp on 2 ranks, pipeline in 2 stages against the unsplit model
 (with the outputs of the split model checked equal to the unsplit one's in eval mode). Two ranks
 share this machine's cores, so CPU rows show what each strategy costs, not a speed-up.
-With CUDA, also: tuner's loop against a bare torch loop on the same model (target >= 0.95), bf16
-autocast on and off, dp and ddp on 1..N GPUs, pipeline on 2 GPUs (when there are 2), and packing:
-4 small trials at once on one GPU against one at a time (aggregate samples/s, target >= 2x).
-Scaling efficiency = throughput / (ranks x one rank's throughput) for data parallel rows.
+With CUDA, also: tuner's loop against a bare torch loop on the same model in the same arithmetic
+(precision `auto`: TF32 matmuls and convolutions, no autocast; target >= 0.95), the bare loop in fp32
+and in bf16 autocast beside it, dp and ddp on 1..N GPUs, and pipeline on 2 GPUs (when there are 2).
+Trials packed on one GPU are bench/gpu_packing.py's. Scaling efficiency = throughput / (ranks x one
+rank's throughput) for data parallel rows. Each row is measured on its own: one that fails prints why
+and the others still run.
 """
 
 import argparse
@@ -22,7 +25,9 @@ import os
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -32,6 +37,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from tuner.data.splits import Splits
+from tuner.training import precision
 from tuner.training.context import LoopSetup
 from tuner.training.parallel.pipeline import PipelineStages, pipeline_layers, split
 from tuner.training.trial import Parts, run_trial_loop
@@ -127,47 +133,33 @@ def in_process(spec: Spec, parallel: str, device: torch.device) -> float:
     return _median_throughput(_train(spec, parallel, device))
 
 
-def bare_loop(spec: Spec, device: torch.device, bf16: bool) -> float:
-    """A plain torch loop on the same model and data: what tuner's loop is measured against."""
+def bare_loop(spec: Spec, device: torch.device, mode: str) -> float:
+    """A plain torch loop on the same model and data, in `mode` (a name of tuner/training/precision.py's
+    MODES, set as a trial sets it): what tuner's loop is measured against."""
+    chosen = precision.MODES[mode]
     torch.manual_seed(0)
     model = build_model(spec).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     (x, y), _ = spec.data()
     x, y = x.to(device), y.to(device)
     rates = []
-    for _ in range(spec.epochs):
-        order = torch.randperm(len(y), device=device)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        for i in range(0, len(y), spec.batch_size):
-            index = order[i : i + spec.batch_size]
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = nn.functional.cross_entropy(model(x[index]).float(), y[index])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        rates.append(len(y) / (time.perf_counter() - started))
+    with chosen.flags():
+        for _ in range(spec.epochs):
+            order = torch.randperm(len(y), device=device)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            started = time.perf_counter()
+            for i in range(0, len(y), spec.batch_size):
+                index = order[i : i + spec.batch_size]
+                with chosen.autocast(device):
+                    loss = nn.functional.cross_entropy(model(x[index]).float(), y[index])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            rates.append(len(y) / (time.perf_counter() - started))
     return statistics.median(rates[1:] or rates)
-
-
-def _packed(index: int, spec: Spec, results: Any) -> None:
-    started = time.perf_counter()
-    reports = _train(spec, "ddp", torch.device("cuda"))
-    results[index] = (
-        sum(r["samples_per_s"] for r in reports[1:]) / max(1, len(reports) - 1),
-        time.perf_counter() - started,
-    )
-
-
-def packing(spec: Spec, trials: int) -> float:
-    """Aggregate samples/s of `trials` trials at once on one GPU (what gpus_per_worker = 1/trials does)."""
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_packed, args=(spec, results), nprocs=trials, join=True)
-        return sum(rate for rate, _ in results.values())
 
 
 def pipeline_matches_unsplit(spec: Spec) -> float:
@@ -187,6 +179,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--image-size", type=int, default=16)
+    parser.add_argument("--cpu-check", action="store_true", help="also run the GPU rows' code on the CPU, tiny sizes")
     args = parser.parse_args()
     spec = Spec(args.samples, args.image_size, args.batch_size, args.epochs, "resnet18")
     try:
@@ -195,44 +188,55 @@ def main() -> None:
         print("torchvision is not installed: a plain CNN stands in for the ResNets in every row")
     rows: list[dict[str, Any]] = []
 
-    def row(label: str, ranks: int, samples_per_s: float, baseline: float | None = None, **extra: Any) -> None:
-        ratio = samples_per_s / baseline if baseline else None
+    def row(
+        label: str, ranks: int, measure: Callable[[], float], baseline: float | None = None, scaling: bool = False
+    ) -> float:
+        """Measures one row and prints it (with its scaling efficiency against the baseline when `scaling`);
+        a row that fails says why, and the others still run."""
+        extra: dict[str, Any] = {}
+        try:
+            samples_per_s: float | None = measure()
+        except Exception as error:
+            samples_per_s, extra["note"] = None, f"FAILED {type(error).__name__}: {str(error)[:300]}"
+        ratio = samples_per_s / baseline if samples_per_s and baseline else None
+        if scaling and ratio is not None:
+            extra["efficiency"] = round(ratio / ranks, 3)
         rows.append(
             {
                 "variant": label,
                 "ranks": ranks,
-                "samples/s": round(samples_per_s, 1),
+                "samples/s": None if samples_per_s is None else round(samples_per_s, 1),
                 "vs baseline": None if ratio is None else round(ratio, 3),
                 **extra,
             }
         )
         print(rows[-1], flush=True)
+        return samples_per_s or 0.0
 
     cpu = torch.device("cpu")
-    one = in_process(spec, "ddp", cpu)
-    row("cpu: one process (baseline)", 1, one)
+    one = row("cpu: one process (baseline)", 1, lambda: in_process(spec, "ddp", cpu))
     for parallel in ("ddp", "fsdp", "pipeline"):
-        rate = on_ranks(spec, parallel, 2, cuda=False)
-        row(f"cpu: {parallel}, 2 ranks", 2, rate, one, efficiency=round(rate / (2 * one), 3))
+        row(f"cpu: {parallel}, 2 ranks", 2, partial(on_ranks, spec, parallel, 2, False), one, scaling=True)
     print(f"pipeline split vs unsplit, eval outputs: max |difference| = {pipeline_matches_unsplit(spec):.2e}")
 
-    if torch.cuda.is_available():
-        gpus = torch.cuda.device_count()
-        gpu = torch.device("cuda")
-        big = Spec(args.samples, 64, 128, args.epochs, "resnet50")
-        bare = bare_loop(big, gpu, bf16=True)
-        row("gpu: bare torch loop, resnet50, bf16 (baseline)", 1, bare)
-        row("gpu: bare torch loop, resnet50, fp32", 1, bare_loop(big, gpu, bf16=False), bare)
-        row("gpu: tuner's loop, resnet50 (target >= 0.95)", 1, in_process(big, "ddp", gpu), bare)
+    if torch.cuda.is_available() or args.cpu_check:
+        # --cpu-check: the GPU rows' code on the CPU, small (ddp on gloo ranks; dp needs CUDA).
+        cuda = not args.cpu_check
+        gpus, gpu = (torch.cuda.device_count(), torch.device("cuda", 0)) if cuda else (1, cpu)
+        big = Spec(args.samples, 64, 128, args.epochs, "resnet50") if cuda else Spec(64, 32, 32, 2, "resnet50")
+        mode = precision.resolve("auto", gpu).name
+        bare = row(
+            f"gpu: bare torch loop, resnet50, {mode} (tuner's auto; baseline)", 1, partial(bare_loop, big, gpu, mode)
+        )
+        row("gpu: bare torch loop, resnet50, fp32", 1, partial(bare_loop, big, gpu, "fp32"), bare)
+        row("gpu: bare torch loop, resnet50, bf16 autocast", 1, partial(bare_loop, big, gpu, "bf16"), bare)
+        row("gpu: tuner's loop, resnet50 (target >= 0.95)", 1, partial(in_process, big, "ddp", gpu), bare)
         for n in range(1, gpus + 1):
-            row(f"gpu: ddp, {n} GPU(s)", n, on_ranks(big, "ddp", n, cuda=True), bare)
-        row(f"gpu: dp over {gpus} GPU(s)", gpus, in_process(big, "dp", gpu), bare)
+            row(f"gpu: ddp, {n} GPU(s)", n, partial(on_ranks, big, "ddp", n, cuda), bare)
+        if cuda:
+            row(f"gpu: dp over {gpus} GPU(s)", gpus, partial(in_process, big, "dp", gpu), bare)
         if gpus >= 2:
-            row("gpu: pipeline, 2 GPUs", 2, on_ranks(big, "pipeline", 2, cuda=True), bare)
-        small = Spec(args.samples, 16, 64, args.epochs, "resnet18")
-        single = packing(small, 1)
-        row("gpu: 1 small trial at a time (baseline)", 1, single)
-        row("gpu: 4 small trials packed on one GPU (target >= 2)", 1, packing(small, 4), single)
+            row("gpu: pipeline, 2 GPUs", 2, partial(on_ranks, big, "pipeline", 2, cuda), bare)
     else:
         print("no CUDA device: GPU rows skipped (bench/gpu_check.sh runs them on a GPU machine)")
     print(pd.DataFrame(rows).to_string(index=False))

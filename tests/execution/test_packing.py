@@ -155,3 +155,33 @@ def test_the_caps_of_a_full_gpu_leave_room_for_each_trials_context():
         fraction = memory_fraction(share_of(count), H200)
         assert fraction is not None
         assert count * (fraction * H200 + packing.CUDA_CONTEXT_BYTES) <= H200
+
+
+@pytest.mark.parametrize(
+    "have, need, fits",
+    [
+        (1.0, 0.2, 5),  # 1.0 // 0.2 == 4.0 in floats: five trials at 0.2 GPU would run four at a time
+        (16.0, 0.1, 160),  # 16 // 0.1 == 159.0
+        (1.0, 0.25, 4),
+        (1.0, share_of(3), 3),  # 0.3333: Ray's step
+        (1.0, 0.3, 3),
+        (2.0, 0.7, 2),
+        (1.0, 1.0, 1),
+        (0.5, 1.0, 0),
+    ],
+)
+def test_shares_fit_as_ray_counts_them(have, need, fits):
+    assert packing.how_many_fit(have, need) == fits
+
+
+def test_every_count_of_trials_per_gpu_agrees_on_the_rounding():
+    """The plan, the live view's line and how many trials run at once: one rule, Ray's."""
+    from tuner.execution.tune_run import gpu_sharing, trials_that_fit
+    from tuner.settings import Resources
+
+    fifth = Resources(gpus_per_worker=0.2, cpus_per_worker=0.1)
+    assert plan(0.2, workers=1, parallel="ddp", cpus_per_worker=0.1, cluster=ONE_GPU, measured=None).trials_per_gpu == 5
+    assert gpu_sharing(fifth) == "5 trials per GPU"
+    assert trials_that_fit(fifth, {"CPU": 16.0, "GPU": 1.0}) == 5
+    assert trials_that_fit(Resources(cpus_per_worker=0.1, gpus_per_worker=0), {"CPU": 16.0}) == 160
+    assert trials_per_gpu(GIB // 100, H200, cpus_per_gpu=0.8, cpus_per_worker=0.1)[0] == 8

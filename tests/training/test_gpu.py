@@ -52,7 +52,9 @@ def model(config):
     )
 
 
-def trial(epochs: int = 3, restored=None, parallel: str = "ddp") -> list[tuple[dict, dict | None]]:
+def trial(
+    epochs: int = 3, restored=None, parallel: str = "ddp", precision: str = "auto"
+) -> list[tuple[dict, dict | None]]:
     reports: list[tuple[dict, dict | None]] = []
 
     def report(metrics, checkpoint_dir):
@@ -61,7 +63,8 @@ def trial(epochs: int = 3, restored=None, parallel: str = "ddp") -> list[tuple[d
     run_trial_loop(
         Parts.of(model=model),
         CONFIG,
-        LoopSetup(epochs=epochs, seed=0, device=torch.device("cuda"), parallel=parallel),
+        # A bare "cuda", as a user's code may pass: the context names the index torch's memory calls need.
+        LoopSetup(epochs=epochs, seed=0, device=torch.device("cuda"), parallel=parallel, precision=precision),
         data=data(),
         trial_id="gpu",
         report=report,
@@ -178,13 +181,14 @@ def test_a_pipeline_trial_with_two_gpus_puts_its_stages_on_cuda0_and_cuda1():
     assert reports[-1][0]["train_loss"] < reports[0][0]["train_loss"]
 
 
-def _gloo_rank(rank: int, port: int, parallel: str, results) -> None:
+def _gloo_rank(rank: int, port: int, parallel: str, precision: str, results) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.cuda.set_device(0)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
-        reports = trial(epochs=2, parallel=parallel)
+        reports = trial(epochs=2, parallel=parallel, precision=precision)
         results[rank] = {
+            "precision": reports[0][0]["precision"],
             "losses": [m["train_loss"] for m, _ in reports],
             "val_loss": [m["val_loss"] for m, _ in reports],
             "world_size": reports[0][0]["world_size"],
@@ -193,16 +197,17 @@ def _gloo_rank(rank: int, port: int, parallel: str, results) -> None:
         dist.destroy_process_group()
 
 
-def two_gloo_ranks_on_one_gpu(parallel: str) -> None:
+def two_gloo_ranks_on_one_gpu(parallel: str, precision: str = "auto") -> None:
     """NCCL refuses two ranks on one GPU; gloo takes CUDA tensors, so the multi-rank code runs there."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with mp.Manager() as manager:
         results = manager.dict()
-        mp.spawn(_gloo_rank, args=(port, parallel, results), nprocs=2, join=True)
+        mp.spawn(_gloo_rank, args=(port, parallel, precision, results), nprocs=2, join=True)
         found, other = dict(results[0]), dict(results[1])
     assert found["world_size"] == 2 and found["losses"][-1] < found["losses"][0], found
+    assert found["precision"] == (precision if precision != "auto" else "tf32"), found
     assert found["val_loss"] == other["val_loss"]  # every rank reports the same
 
 
@@ -216,6 +221,11 @@ def test_fsdp_over_two_gloo_ranks_on_one_gpu():
 
 def test_pipeline_over_two_gloo_ranks_on_one_gpu():
     two_gloo_ranks_on_one_gpu("pipeline")
+
+
+def test_pipeline_in_fp16_over_two_gloo_ranks_on_one_gpu():
+    """Only the last stage scales a loss; the first unscales what reaches it by the same scale."""
+    two_gloo_ranks_on_one_gpu("pipeline", "fp16")
 
 
 def _packed_trial(index: int, results) -> None:

@@ -15,6 +15,7 @@ default mesh once put gloo ranks of a CPU trial on cuda:0. So this file needs no
 
 import os
 import socket
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -26,6 +27,7 @@ from torchvision.models import ResNet
 from tuner.data.splits import Splits
 from tuner.errors import TunerError
 from tuner.models import small_image_resnet18
+from tuner.training import precision
 from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.parallel import strategy
 from tuner.training.parallel.pipeline import PipelineStages, local_devices, pipeline_layers, split
@@ -91,6 +93,49 @@ def devices_after_a_step(parallel: str, rank: int) -> dict:
     return {"tensors": {t.device.type for t in tensors}, "meshes": meshes, "count": len(tensors)}
 
 
+def pipeline_weights_after_steps(rank: int, scaled: bool) -> list[torch.Tensor] | str:
+    """This stage's weights after three steps of a 2-stage pipeline, its loss scaled as fp16 scales it
+    (precision.LossScaling: torch's sharded GradScaler, unscaling before each step) or not at all; or the
+    error a step raised. On the CPU nothing overflows and the scale is a power of two, so both ways must
+    give the same weights: the earlier stage unscales the gradients the last stage scaled."""
+    torch.manual_seed(0)
+    chosen = strategy("pipeline", rank=rank, world_size=2, device=CPU)
+    net = chosen.prepare(model(CONFIG, None))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.5)
+    scaling = precision.LossScaling(CPU, distributed=True) if scaled else None
+    x, y = data().train
+    try:
+        for step in range(3):
+            batch = slice(32 * step, 32 * (step + 1))
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn = scaling.scaled(nn.functional.cross_entropy, []) if scaling else nn.functional.cross_entropy
+            chosen.train_step(net, x[batch], y[batch], loss_fn, nullcontext())
+            if scaling:
+                scaling.step(optimizer)
+            else:
+                optimizer.step()
+    except Exception as error:  # reported, so that the other checks of this rank still run
+        return f"{type(error).__name__}: {error}"
+    finally:
+        if scaling:
+            scaling.close()
+    return [p.detach().clone() for p in net.parameters()]
+
+
+def fsdp_mesh_is_the_ranks_group_where_torch_sees_a_gpu(rank: int) -> bool:
+    """Whether FSDP's mesh over these gloo ranks is their own group when torch reports a GPU, as on the GPU
+    machine (reported here only for the mesh's construction, which reads it). A new group there would send
+    CUDA collectives to NCCL, which refuses two ranks on one GPU."""
+    chosen = strategy("fsdp", rank=rank, world_size=2, device=CPU)
+    available = torch.cuda.is_available
+    torch.cuda.is_available = lambda: True  # type: ignore[assignment]
+    try:
+        mesh = chosen.mesh()
+    finally:
+        torch.cuda.is_available = available  # type: ignore[assignment]
+    return mesh.get_group() is dist.group.WORLD
+
+
 def _ranks(rank: int, port: int, results: dict) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -117,6 +162,8 @@ def _ranks(rank: int, port: int, results: dict) -> None:
             piped = PipelineStages(stage, rank, 2, CPU).eval()(x)
             out["resnet"] = None if piped is None else (piped - resnet(x)).abs().max().item()
         out["devices"] = {parallel: devices_after_a_step(parallel, rank) for parallel in ("ddp", "fsdp", "pipeline")}
+        out["fsdp mesh, torch seeing a GPU"] = fsdp_mesh_is_the_ranks_group_where_torch_sees_a_gpu(rank)
+        out["fp16 pipeline"] = {scaled: pipeline_weights_after_steps(rank, scaled) for scaled in (False, True)}
         # Last: after every trial and step above, none of which may have started CUDA.
         out["cuda_initialized"] = torch.cuda.is_initialized()
         out["gpu_visible"] = torch.cuda.is_available()
@@ -185,6 +232,21 @@ def test_cpu_ranks_keep_everything_on_the_cpu(two_ranks, parallel):
         found = two_ranks[rank]["devices"][parallel]
         assert found["count"] > 0 and found["tensors"] == {"cpu"}, found
         assert found["meshes"] == ({"cpu"} if parallel == "fsdp" else set()), found
+
+
+def test_every_pipeline_stage_unscales_fp16s_scaled_gradients(two_ranks):
+    """fp16 over pipeline stages: only the last stage computes (and scales) the loss, yet every stage's
+    gradients arrive scaled, so each must unscale them by the same scale before its step."""
+    for rank in (0, 1):
+        plain, scaled = two_ranks[rank]["fp16 pipeline"][False], two_ranks[rank]["fp16 pipeline"][True]
+        assert not isinstance(scaled, str), f"stage {rank}: {scaled}"
+        assert len(scaled) == len(plain) > 0
+        for got, want in zip(scaled, plain):
+            assert torch.allclose(got, want, rtol=1e-6, atol=1e-7), f"stage {rank}: {(got - want).abs().max()}"
+
+
+def test_fsdp_over_gloo_ranks_keeps_their_group_even_where_torch_sees_a_gpu(two_ranks):
+    assert two_ranks[0]["fsdp mesh, torch seeing a GPU"] and two_ranks[1]["fsdp mesh, torch seeing a GPU"]
 
 
 def test_cpu_ranks_never_start_cuda(two_ranks):

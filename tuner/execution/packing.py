@@ -74,7 +74,7 @@ def trials_per_gpu(peak_bytes: int, gpu_bytes: int, cpus_per_gpu: float, cpus_pe
     """min(floor(usable memory / (peak x headroom + context)), floor(CPUs per GPU / cpus_per_worker),
     MAX_TRIALS_PER_GPU), at least 1; and what bound it, in words."""
     by_memory = math.floor(gpu_bytes * USABLE_FRACTION / (peak_bytes * HEADROOM + CUDA_CONTEXT_BYTES))
-    by_cpus = math.floor(cpus_per_gpu / cpus_per_worker + 1e-9)
+    by_cpus = how_many_fit(cpus_per_gpu, cpus_per_worker)
     count = max(1, min(by_memory, by_cpus, MAX_TRIALS_PER_GPU))
     if count == by_cpus and by_cpus < min(by_memory, MAX_TRIALS_PER_GPU):
         bound = f"the cluster's {cpus_per_gpu:g} CPUs per GPU feed {count} at {cpus_per_worker:g} each"
@@ -83,6 +83,12 @@ def trials_per_gpu(peak_bytes: int, gpu_bytes: int, cpus_per_gpu: float, cpus_pe
     else:
         bound = f"{MAX_TRIALS_PER_GPU} at most"
     return count, bound
+
+
+def how_many_fit(have: float, need: float) -> int:
+    """How many requests of `need` fit in `have` of a resource, counted as Ray counts: in its fixed-point
+    steps, so one GPU holds five trials at 0.2 (where float division gives 4.999... and floor 4)."""
+    return round(have / RAY_RESOURCE_STEP) // max(1, round(need / RAY_RESOURCE_STEP))
 
 
 def share_of(count: int) -> float:
@@ -105,7 +111,7 @@ def plan(
     if not isinstance(setting, str):  # a number given: it wins
         if setting <= 0:
             return GpuPlan(0.0, 0, "trials train on the CPU (gpus_per_worker = 0)", setting)
-        count = math.floor(1 / setting + 1e-9) if setting < 1 else 1
+        count = how_many_fit(1, setting) if setting < 1 else 1
         each = f"{count} trials per GPU" if count > 1 else f"{setting:g} GPU{'s' if setting > 1 else ''} per worker"
         return GpuPlan(float(setting), count, f"{each} on {gpus} (gpus_per_worker = {setting:g}, as set)", setting)
     if cluster.gpus <= 0:

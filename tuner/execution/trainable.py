@@ -23,7 +23,7 @@ from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
 from tuner.storage.whole_files import checkpoint_directory
-from tuner.training import gpu_memory
+from tuner.training import devices, gpu_memory
 from tuner.training.context import LoopSetup, load_checkpoint
 from tuner.training.trial import Parts, cpu_threads, run_trial_loop
 
@@ -75,7 +75,7 @@ def device_for(resources: Resources) -> torch.device:
     in the smoke step: the driver's GPU measures what a trial needs) and one is there. A trial without
     a GPU never asks CUDA anything."""
     wants_gpu = resources.gpus_auto or resources.gpus > 0
-    return torch.device("cuda" if wants_gpu and torch.cuda.is_available() else "cpu")
+    return devices.with_index(torch.device("cuda")) if wants_gpu and torch.cuda.is_available() else torch.device("cpu")
 
 
 class GpuShareExceeded(RuntimeError):
@@ -95,7 +95,7 @@ def _cap_gpu_memory(device: torch.device, gpus_per_worker: float) -> float | Non
 
 def _share_exceeded(error: BaseException, gpus_per_worker: float, fraction: float, device: torch.device) -> str:
     total = gpu_memory.total_bytes(device) / packing.GIB
-    larger = packing.share_of(max(1, round(1 / gpus_per_worker) // 2))
+    larger = packing.share_of(max(1, packing.how_many_fit(1, gpus_per_worker) // 2))
     return (
         f"the trial ran out of its share of the GPU: gpus_per_worker = {gpus_per_worker:g} lets it take "
         f"{fraction * total:.1f} of the GPU's {total:.0f} GiB, so that the trials sharing the GPU cannot take "

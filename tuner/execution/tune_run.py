@@ -6,7 +6,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import ray
@@ -49,7 +49,7 @@ TUNE_VERBOSITY = {0: 0, 1: 0, 2: 1}
 RAY_LOG_LEVELS = {0: "WARNING", 1: "WARNING", 2: "INFO"}
 
 
-def _check_dp(resources: Resources, cluster: dict[str, float]) -> None:
+def _check_dp(resources: Resources, cluster: Mapping[str, float]) -> None:
     if resources.parallel == "dp" and not cluster.get("GPU"):
         raise TunerError(
             "parallel = 'dp' runs nn.DataParallel over GPUs, and the Ray cluster has none; use "
@@ -79,12 +79,13 @@ def gpu_sharing(resources: Resources) -> str | None:
     gpus = resources.gpus_per_worker
     if isinstance(gpus, str) or not 0 < gpus < 1:
         return None
-    return f"{math.floor(1 / gpus + 1e-9)} trials per GPU"
+    return f"{packing.how_many_fit(1, gpus)} trials per GPU"
 
 
-def trials_that_fit(resources: Resources) -> int:
-    """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once."""
-    cluster = ray.cluster_resources()
+def trials_that_fit(resources: Resources, cluster: Mapping[str, float] | None = None) -> int:
+    """Fail before any trial starts if one trial cannot fit; returns how many trials fit at once in
+    `cluster` (its resources, by default the connected Ray cluster's)."""
+    cluster = ray.cluster_resources() if cluster is None else cluster
     _check_dp(resources, cluster)
     fits = math.inf
     for resource, per_worker, flag in (
@@ -99,7 +100,7 @@ def trials_that_fit(resources: Resources) -> int:
                 f"a trial needs {resources.workers} workers x {per_worker:g} {resource} = {need:g} {resource}, "
                 f"but the Ray cluster has {have:g}; lower --workers or {flag}"
             )
-        fits = min(fits, int(have // need))
+        fits = min(fits, packing.how_many_fit(have, need))
     return int(fits)
 
 

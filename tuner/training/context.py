@@ -36,7 +36,7 @@ from torch.utils.data import (
 )
 
 from tuner.data.splits import Split, Splits, TensorPair, is_tensor_pair, split_size
-from tuner.training import gpu_memory, model_costs, precision
+from tuner.training import devices, gpu_memory, model_costs, precision
 from tuner.training.batches import SlicedBatches
 from tuner.training.config_reads import RESULT_KEY, ReadTrackingConfig
 from tuner.training.parallel import strategy
@@ -173,7 +173,8 @@ class TrialContext:
     """`rank`, `world_size`, `device`, `epochs`, `seed`, `trial_id`, `data` (the space's Splits, or None),
     `parallel`, `precision`, `start_epoch` and `epoch`; `prepare_model`, `train_step`, `step`, `autocast`,
     `evaluation_model`, `batches`, `prepare_data_loader`, `get_state`, `set_state`, `restore`, `all_reduce`,
-    `measure_model` and `report`. Every rank calls `report` once per epoch; rank 0's checkpoint is saved."""
+    `synchronize`, `measure_model` and `report`. Every rank calls `report` once per epoch; rank 0's
+    checkpoint is saved."""
 
     def __init__(
         self,
@@ -186,7 +187,8 @@ class TrialContext:
         restored: dict[str, Any] | None = None,
     ):
         self.config, self.data, self.trial_id = config, data, trial_id
-        self.epochs, self.seed, self.device, self.parallel = setup.epochs, setup.seed, setup.device, setup.parallel
+        self.epochs, self.seed, self.parallel = setup.epochs, setup.seed, setup.parallel
+        self.device = devices.with_index(setup.device)  # torch's memory-fraction calls need the index
         self.max_batches = setup.max_batches
         self._report, self._restored = report, restored
         distributed = dist.is_available() and dist.is_initialized()
@@ -268,6 +270,12 @@ class TrialContext:
             optimizer.step()
         else:
             self._loss_scaling.step(optimizer)
+
+    def synchronize(self) -> None:
+        """Wait until the device has run everything queued on it (a no-op on the CPU): call it before
+        reading a clock, or a GPU's queued work goes uncounted."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     def close(self) -> None:
         """Lets go of what the context holds in the process: the device copies of the data, fp16's hook."""

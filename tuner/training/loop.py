@@ -51,16 +51,22 @@ class ComponentLoop:
         batch_size = config.get("batch_size", DEFAULT_BATCH_SIZE)
 
         for _ in range(ctx.start_epoch, ctx.epochs + 1):
+            ctx.synchronize()  # the epoch's time starts with the GPU idle and ends with it done
             started = time.perf_counter()
-            totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # loss sum, samples
+            # Summed where the loss is, with a host count: a tensor made per batch would be a blocking
+            # copy to the GPU, so the CPU could never queue the next batch ahead of it.
+            epoch_loss, epoch_samples = torch.zeros((), dtype=torch.float64, device=ctx.device), 0
             for x, y in ctx.batches(data.train, batch_size):
                 optimizer.zero_grad(set_to_none=True)
                 loss = ctx.train_step(model, x, y, loss_fn)  # forward, loss, backward
                 ctx.step(optimizer)  # optimizer.step(), unscaling fp16's gradients first
                 if loss is not None:  # None: a pipeline stage before the last, which computes no loss
                     n = batch_size_of(y)
-                    totals += torch.stack([loss.detach().double() * n, torch.tensor(n, device=ctx.device)])
+                    epoch_loss += loss.detach().double() * n
+                    epoch_samples += n
+            ctx.synchronize()
             elapsed = time.perf_counter() - started
+            totals = torch.stack([epoch_loss, epoch_loss.new_tensor(float(epoch_samples))])
             loss_sum, samples = ctx.all_reduce(totals).tolist()
             train_loss = loss_sum / samples
             diverged = not math.isfinite(train_loss)

@@ -93,6 +93,10 @@ class LossScaling:
             self.scaler: torch.amp.GradScaler = ShardedGradScaler(device.type)
         else:
             self.scaler = torch.amp.GradScaler(device.type)
+        # The scale exists on every rank from the start, not only where a loss is scaled: a pipeline's
+        # earlier stages compute no loss, yet receive gradients the last stage scaled, and unscale them
+        # by this same starting scale (the sharded scaler's shared overflow check keeps them equal after).
+        self.scaler.scale(torch.zeros((), device=device))
         self.pending = False  # a scaled backward ran, and its optimizer step has not
         self._stepping = False
         self._hook = register_optimizer_step_pre_hook(self._refuse_unscaled_step)

@@ -12,6 +12,7 @@ those yet.
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
@@ -39,6 +40,12 @@ class FSDPStrategy(Strategy):
         if self.device.type == "cuda":
             # The mesh takes the current device as the rank's (else it guesses rank % GPUs).
             torch.cuda.set_device(self.device if self.device.index is not None else torch.cuda.current_device())
+        if dist.get_backend() == "gloo":
+            # The ranks' own gloo group: where torch sees a GPU, init_device_mesh builds a new group over a
+            # gloo one whose CUDA collectives go to NCCL, which refuses two ranks on one GPU.
+            world = dist.group.WORLD
+            assert world is not None, "a strategy over several ranks runs in an initialised process group"
+            return DeviceMesh.from_group(world, self.device.type)
         return init_device_mesh(self.device.type, (self.world_size,))
 
     def prepare(self, model: nn.Module) -> nn.Module:
