@@ -53,8 +53,8 @@ def _execute(launch: _Launch) -> Outcome:
     with preparation.data_dir(launch.data_dir), tune_run.interruptible(path):
         loading = preparation.while_ray_starts(launch.load)
         phases.mark("checks")
-        ray_logs = tune_run.RAY_LOG_LEVELS[options.verbose]
-        with connect(options.cluster, state_api=not launch.in_process, ray_logs=ray_logs, verbose=options.verbose):
+        level = tune_run.RAY_LOG_LEVELS[options.verbose]
+        with connect(options.cluster, path, state_api=not launch.in_process, ray_logs=level, verbose=options.verbose):
             phases.mark("ray start")
             ready = loading()
             phases.mark(launch.loaded)

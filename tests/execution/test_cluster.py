@@ -163,7 +163,11 @@ def test_run_on_an_existing_cluster(ray_head, workdir):
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         jobs = json.load(response)
-    assert any(job["type"] == "DRIVER" and "tuner run tiny.py" in (job["entrypoint"] or "") for job in jobs)
+    ours = [job for job in jobs if job["type"] == "DRIVER" and "tuner run tiny.py" in (job["entrypoint"] or "")]
+    assert len(ours) == 1, jobs
+    # The job names its experiment in Ray's dashboard (a job's detail; `ray list jobs --detail`).
+    assert ours[0]["metadata"]["tuner_experiment"] == "on_cluster", ours[0]
+    assert ours[0]["metadata"]["tuner_experiment_path"] == str(workdir / "results" / "on_cluster"), ours[0]
 
 
 def _client_server_logs(head) -> str:

@@ -69,3 +69,21 @@ def test_a_kept_instance_answers_its_own_processes(another_instance, own_ray) ->
     finally:
         shutdown_ray()
         kept_ray.stop()
+
+
+def test_a_runs_ray_job_names_its_experiment(own_ray, tmp_path, caplog) -> None:
+    """What Ray's dashboard shows of the run's job (its detail page, `ray list jobs --detail`): the
+    experiment's name and path in the job's metadata, asked at the dashboard the run announced."""
+    import logging
+    import re
+
+    from ray.util.state import list_jobs
+
+    path = str(tmp_path / "results" / "named")
+    with caplog.at_level(logging.INFO, logger="tuner"):
+        with connect(Cluster(), path, state_api=True, ray_logs="ERROR", verbose=0):
+            ours = ray.get_runtime_context().get_job_id()
+            announced = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("Ray dashboard: "))
+            dashboard = re.search(r"http://\S+", announced).group(0)  # type: ignore[union-attr]
+            jobs = [job for job in list_jobs(address=dashboard, detail=True) if job.job_id == ours]
+    assert len(jobs) == 1 and jobs[0].metadata == {"tuner_experiment": "named", "tuner_experiment_path": path}

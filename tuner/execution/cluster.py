@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import ray
 from ray.exceptions import AuthenticationError
+from ray.job_config import JobConfig
 
 from tuner.command import ray_command, tuner_command
 from tuner.errors import TunerError
@@ -28,6 +29,7 @@ from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_
 from tuner.ray_compat import env, errors, logs, private
 from tuner.settings.budgets import parse_keep
 from tuner.settings.run import LOOPBACK, Cluster
+from tuner.storage import filesystem
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 3.0
@@ -97,8 +99,16 @@ def _token_hint() -> str:
 
 
 @contextmanager
-def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO", verbose: int = 2) -> Iterator[None]:
-    """Ray, up for the duration of the block, with the dashboard URL logged before the first trial;
+def connect(
+    cluster: Cluster,
+    experiment_path: str | None = None,
+    *,
+    state_api: bool = False,
+    ray_logs: str = "INFO",
+    verbose: int = 2,
+) -> Iterator[None]:
+    """Ray, up for the duration of the block, with the dashboard URL logged before the first trial (and
+    the run's job naming `experiment_path`'s experiment, see `job_metadata`);
     `ray_logs` is the level of the Ray loggers in the processes of the run: a local instance's raylet
     starts them with this process's environment, and on an existing cluster the job's runtime_env sets
     it (with the rest of env.cluster_job_variables(verbose)) in the processes this run starts.
@@ -129,7 +139,7 @@ def connect(cluster: Cluster, *, state_api: bool = False, ray_logs: str = "INFO"
             yield
         return
     quiet = ray_logs.upper() != "INFO"
-    context = _attach(cluster, state_api, ray_logs, verbose)
+    context = _attach(cluster, state_api, ray_logs, verbose, job_metadata(experiment_path))
     with logs.quiet_worker_lines(quiet):
         try:
             if context.dashboard_url:
@@ -153,16 +163,24 @@ def _in_process(cluster: Cluster) -> Iterator[None]:
         yield
 
 
-def _attach(cluster: Cluster, state_api: bool, ray_logs: str, verbose: int) -> Any:
+def job_metadata(experiment_path: str | None) -> dict[str, str]:
+    """What the run's Ray job carries in its metadata, so that Ray's dashboard (its Jobs page, a job's
+    detail) and `ray list jobs --detail` name the experiment; `tuner submit` gives its job the same key."""
+    if experiment_path is None:
+        return {}
+    return {"tuner_experiment": filesystem.base_name(experiment_path), "tuner_experiment_path": experiment_path}
+
+
+def _attach(cluster: Cluster, state_api: bool, ray_logs: str, verbose: int, metadata: dict[str, str]) -> Any:
     """ray.init on the run's target: an existing cluster, the instance tuner keeps, or a local one of
     the run's own; Ray's context."""
     dashboard = cluster.dashboard or state_api
     if cluster.target != "local":
-        return _on_cluster(cluster.target, dashboard, ray_logs, verbose)
+        return _on_cluster(cluster.target, dashboard, ray_logs, verbose, metadata)
     with kept_ray.locked():  # until connected: see kept_ray.locked
         kept = _kept_instance(cluster, ray_logs)
         if kept is not None:
-            return _on_kept(kept, dashboard, ray_logs)
+            return _on_kept(kept, dashboard, ray_logs, metadata)
     # A local instance's dashboard port, chosen now.
     with (
         dashboard_port.for_local_instance(
@@ -172,18 +190,18 @@ def _attach(cluster: Cluster, state_api: bool, ray_logs: str, verbose: int) -> A
         else nullcontext(None)
     ) as port:
         with _environment(ray_logs, local=True):
-            return _connected("local", dashboard, port, None)
+            return _connected("local", dashboard, port, None, metadata)
 
 
-def _on_cluster(target: str, dashboard: bool, ray_logs: str, verbose: int) -> Any:
+def _on_cluster(target: str, dashboard: bool, ray_logs: str, verbose: int, metadata: dict[str, str]) -> Any:
     """An existing cluster, whose processes are given this run's log level and settings in the job's
     runtime_env (env.cluster_job_variables)."""
     auth_mode, token = _authenticated(target, ray_logs)
     with _environment(ray_logs, local=False, auth_mode=auth_mode):
-        return _connected(target, dashboard, None, env.cluster_job_variables(verbose, ray_logs), token)
+        return _connected(target, dashboard, None, env.cluster_job_variables(verbose, ray_logs), metadata, token)
 
 
-def _on_kept(kept: kept_ray.Kept, dashboard: bool, ray_logs: str) -> Any:
+def _on_kept(kept: kept_ray.Kept, dashboard: bool, ray_logs: str, metadata: dict[str, str]) -> Any:
     """The local instance tuner keeps, whose processes are given what this run's environment has
     otherwise in the job's runtime_env."""
     auth_mode, token = _authenticated(kept.address, ray_logs)
@@ -195,7 +213,7 @@ def _on_kept(kept: kept_ray.Kept, dashboard: bool, ray_logs: str) -> Any:
                 "processes of their own (a few seconds each) to see it",
                 ", ".join(sorted(job_variables)),
             )
-        return _connected(kept.address, dashboard, None, job_variables, token)
+        return _connected(kept.address, dashboard, None, job_variables, metadata, token)
 
 
 def _authenticated(target: str, ray_logs: str) -> tuple[str | None, str | None]:
@@ -231,11 +249,16 @@ def _environment(ray_logs: str, *, local: bool, auth_mode: str | None = None) ->
 
 
 def _connected(
-    target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None, token: str | None = None
+    target: str,
+    dashboard: bool,
+    port: int | None,
+    job_variables: dict[str, str] | None,
+    metadata: dict[str, str],
+    token: str | None = None,
 ) -> Any:
     """ray.init; a refused token or a failed connection is one line."""
     try:
-        return _init(target, dashboard, port, job_variables)
+        return _init(target, dashboard, port, job_variables, metadata)
     except AuthenticationError:
         raise TunerError(f"cannot connect to a Ray cluster at {target}: {refusal_hint(token)}") from None
     except ConnectionError as err:
@@ -246,7 +269,9 @@ def _connected(
         ) from None
 
 
-def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None) -> Any:
+def _init(
+    target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None, metadata: dict[str, str]
+) -> Any:
     runtime_env = {"env_vars": job_variables} if job_variables else None
     attempt = 0
     while True:
@@ -260,6 +285,7 @@ def _init(target: str, dashboard: bool, port: int | None, job_variables: dict[st
                 configure_logging=True,
                 logging_level=logging.WARNING,
                 runtime_env=runtime_env,
+                job_config=JobConfig(metadata=metadata),
             )
         except ConnectionError as err:
             if not errors.is_client_server_failure(err) or attempt == CLIENT_SERVER_ATTEMPTS:
