@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
+from bare_torch import train_epoch  # bench/, beside this script
 
 REPO = Path(__file__).resolve().parents[1]
 NUM_CLASSES = 10
@@ -153,17 +153,8 @@ def _bare_process(
     for epoch in range(spec.epochs):
         if epoch == 1:
             barrier.wait(timeout=wait_s)  # every process warmed up: the timed epochs overlap
-        order = torch.randperm(len(y), device=device)
         started = time.time()
-        for i in range(0, len(y), spec.batch_size):
-            batch = order[i : i + spec.batch_size]
-            with autocast:
-                loss = nn.functional.cross_entropy(model(x[batch]).float(), y[batch])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        train_epoch(model, optimizer, x, y, spec.batch_size, autocast)
         spans.append(Span(started, time.time(), spec.samples))
     out.put((index, spans[1:]))
 

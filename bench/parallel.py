@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from bare_torch import train_epoch  # bench/, beside this script
 from torch import nn
 
 from tuner.data.splits import Splits
@@ -145,19 +146,10 @@ def bare_loop(spec: Spec, device: torch.device, mode: str) -> float:
     rates = []
     with chosen.flags():
         for _ in range(spec.epochs):
-            order = torch.randperm(len(y), device=device)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             started = time.perf_counter()
-            for i in range(0, len(y), spec.batch_size):
-                index = order[i : i + spec.batch_size]
-                with chosen.autocast(device):
-                    loss = nn.functional.cross_entropy(model(x[index]).float(), y[index])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            train_epoch(model, optimizer, x, y, spec.batch_size, chosen.autocast(device))
             rates.append(len(y) / (time.perf_counter() - started))
     return statistics.median(rates[1:] or rates)
 
