@@ -273,6 +273,9 @@ def _init(
     target: str, dashboard: bool, port: int | None, job_variables: dict[str, str] | None, metadata: dict[str, str]
 ) -> Any:
     runtime_env = {"env_vars": job_variables} if job_variables else None
+    # Ray Client sends ray.init's other arguments to its server as JSON, which a JobConfig is not: a
+    # ray:// run's job goes without the experiment's name.
+    job: dict[str, Any] = {} if target.startswith("ray://") else {"job_config": JobConfig(metadata=metadata)}
     attempt = 0
     while True:
         attempt += 1
@@ -285,7 +288,7 @@ def _init(
                 configure_logging=True,
                 logging_level=logging.WARNING,
                 runtime_env=runtime_env,
-                job_config=JobConfig(metadata=metadata),
+                **job,
             )
         except ConnectionError as err:
             if not errors.is_client_server_failure(err) or attempt == CLIENT_SERVER_ATTEMPTS:

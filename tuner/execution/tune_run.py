@@ -353,7 +353,8 @@ def interruptible(experiment_path: str) -> Iterator[None]:
     """A first Ctrl-C makes Ray Tune save its state and return; a second one (while Ray saves, the
     report is written or Ray shuts down) ends here, resumable all the same once the experiment exists."""
     try:
-        yield
+        with logs.ctrl_c_outside_finalizers():
+            yield
     except KeyboardInterrupt:
         if filesystem.exists(filesystem.join(experiment_path, filesystem.META_FILE)):
             raise Interrupted(experiment_path) from None

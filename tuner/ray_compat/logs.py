@@ -1,7 +1,9 @@
 """Ray's log lines that tuner's console replaces, silenced by name for as long as they would be noise."""
 
+import _thread
 import logging
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -254,6 +256,32 @@ def quiet_exit_in_finalizers(level: str) -> None:
     inside finalizers."""
     if level.upper() != "INFO":
         sys.unraisablehook = _exit_in_finalizer
+
+
+REDELIVERY_DELAY_S = 0.05  # past the finalizer's end
+
+
+@contextmanager
+def ctrl_c_outside_finalizers() -> Iterator[None]:
+    """A Ctrl-C that lands while Python runs a finalizer (Ray's PlacementGroup.__del__, as Tune lets a
+    stopped trial's resources go) cannot be raised there: Python prints "Exception ignored in ...
+    KeyboardInterrupt" with a traceback, and drops it. Inside the block it is delivered again instead, to
+    whatever handles SIGINT then, as if pressed a moment later: a second Ctrl-C still ends the run at
+    once, without the traceback. From another thread, since the main thread would take it at once, still
+    inside the finalizer. Can go when Ray's finalizers no longer run while a run stops."""
+    previous = sys.unraisablehook
+
+    def deliver_again(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            threading.Timer(REDELIVERY_DELAY_S, _thread.interrupt_main).start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = deliver_again
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 ANALYSIS_LOGGER = "ray.tune.analysis.experiment_analysis"
