@@ -1,8 +1,10 @@
 """A Ctrl-C that lands in a finalizer (tuner/ray_compat/logs.py, ctrl_c_outside_finalizers): Python cannot
 raise it there, prints a traceback and drops it; within a run it is delivered again, without one."""
 
+import signal
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,7 +22,17 @@ def _drop_one_and_wait() -> None:
         time.sleep(0.005)
 
 
-def test_a_ctrl_c_that_lands_in_a_finalizer_is_delivered_again_without_a_traceback(capsys):
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT handled as in a `tuner` process (pytest-xdist's workers ignore it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_is_delivered_again_without_a_traceback(ctrl_c_raises, capsys):
     before = sys.unraisablehook
     with logs.ctrl_c_outside_finalizers():
         with pytest.raises(KeyboardInterrupt):
