@@ -274,8 +274,7 @@ class TrialContext:
     def synchronize(self) -> None:
         """Wait until the device has run everything queued on it (a no-op on the CPU): call it before
         reading a clock, or a GPU's queued work goes uncounted."""
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        devices.synchronize(self.device)
 
     def close(self) -> None:
         """Lets go of what the context holds in the process: the device copies of the data, fp16's hook."""

@@ -1,4 +1,5 @@
-"""A GPU device as torch's CUDA memory calls need it: always with its index.
+"""A GPU device as torch's CUDA calls need it: always with its index; and waiting for one before a clock
+is read.
 
 To tensors `torch.device("cuda")` means the current GPU, but torch's per-process memory calls
 (`torch.cuda.get_per_process_memory_fraction`, `set_per_process_memory_fraction`) look the index up
@@ -15,3 +16,10 @@ def with_index(device: torch.device) -> torch.device:
     if device.type != "cuda" or device.index is not None:
         return device
     return torch.device("cuda", torch.cuda.current_device())
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait until `device` has run everything queued on it (a no-op on the CPU): before a clock is read,
+    or a GPU's queued work goes uncounted."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from tuner.training import devices
 from tuner.training.result_keys import COSTS
 
 PARAMS, LATENCY_MS = COSTS
@@ -46,11 +47,6 @@ def count_params(model: nn.Module) -> int | None:
     if any(is_lazy(parameter) for parameter in parameters):
         return None
     return sum(parameter.numel() for parameter in parameters)
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _slowest(times: torch.Tensor, device: torch.device, world_size: int) -> torch.Tensor:
@@ -78,11 +74,11 @@ def latency_ms(
     fewer validation samples than ranks) only takes part in that. None when no rank timed a forward."""
 
     def forward() -> float:
-        _synchronize(device)
+        devices.synchronize(device)
         started = time.perf_counter()
         with autocast():
             model(inputs)
-        _synchronize(device)
+        devices.synchronize(device)
         return (time.perf_counter() - started) * 1000
 
     was_training = model.training

@@ -24,6 +24,7 @@ from torch.distributed.checkpoint.state_dict import (
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
+from tuner.training import devices
 from tuner.training.optimizers import load_optimizer_state
 from tuner.training.parallel.strategy import Strategy
 
@@ -39,7 +40,7 @@ class FSDPStrategy(Strategy):
         gather onto cuda:0 ("Expected all tensors to be on the same device")."""
         if self.device.type == "cuda":
             # The mesh takes the current device as the rank's (else it guesses rank % GPUs).
-            torch.cuda.set_device(self.device if self.device.index is not None else torch.cuda.current_device())
+            torch.cuda.set_device(devices.with_index(self.device))
         if dist.get_backend() == "gloo":
             # The ranks' own gloo group: where torch sees a GPU, init_device_mesh builds a new group over a
             # gloo one whose CUDA collectives go to NCCL, which refuses two ranks on one GPU.
