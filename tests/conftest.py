@@ -1,4 +1,5 @@
 import faulthandler
+import fcntl
 import os
 import signal
 import socket
@@ -7,6 +8,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,36 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for one started outside a module's tests."""
     if ray.is_initialized():
         shutdown_ray()
+
+
+# A file both xdist workers see, and any other suite run on this machine: the lock beside it is only ever
+# held while a test runs, so a file left over from an earlier run holds nothing.
+TEST_LOCK = Path(tempfile.gettempdir()) / "tuner-tests.lock"
+
+
+@contextmanager
+def test_lock(alone: bool) -> Iterator[None]:
+    """Every test holds the lock shared; one marked `alone` holds it alone, so nothing else loads the
+    cores while it measures time (tests/e2e/test_scale.py: on 2 cores the other worker's Ray runs once
+    made its later trials 1.55x slower). The turnstile is taken first by both kinds: a test waiting to
+    run alone holds it, so the other worker cannot start test after test ahead of it."""
+    with open(TEST_LOCK.with_suffix(".turnstile"), "a") as turnstile, open(TEST_LOCK, "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Around setup, call and teardown, so a module's Ray starting or stopping counts as its test's."""
+    with test_lock(alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 @pytest.hookimpl(trylast=True)
