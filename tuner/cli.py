@@ -18,6 +18,7 @@ from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
     submission,
 )
+from tuner.results.live_page import DEFAULT_PORT, LOOPBACK
 from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
@@ -236,6 +237,21 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default=DEFAULT_STORAGE_PATH,
         help=f"the --storage-path of `tuner run` (default {DEFAULT_STORAGE_PATH})",
+    )
+    ui_cmd = commands.add_parser("ui", help="a web page of an experiment that follows it while it runs")
+    ui_cmd.add_argument(
+        "experiment",
+        nargs="?",
+        help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
+    )
+    ui_cmd.add_argument(
+        "--host", default=LOOPBACK, help=f"the address to serve on (default {LOOPBACK}: this machine only)"
+    )
+    ui_cmd.add_argument(
+        "--port",
+        type=_value_of("port", Setting(Whole(1, 65535), "")),
+        default=DEFAULT_PORT,
+        help=f"(default {DEFAULT_PORT})",
     )
     commands.add_parser("down", help="stop the local Ray instance that `run --keep-ray` kept")
     for command in commands.choices.values():
@@ -487,6 +503,27 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ui(args: argparse.Namespace) -> int:
+    from tuner.results import live_page
+
+    experiment = _experiment(args)
+    if args.host not in (LOOPBACK, "localhost", "::1"):
+        print(
+            f"tuner: warning: serving on {args.host}: anyone who reaches this machine there can read the "
+            "experiment and write notes into its study",
+            file=sys.stderr,
+        )
+    page = live_page.server(experiment, args.host, args.port)
+    print(f"tuner ui: {live_page.url(args.host, args.port)} follows {experiment} (Ctrl-C stops it)", flush=True)
+    try:
+        page.serve_forever()
+    except KeyboardInterrupt:  # the way to stop the page, not an interrupted command
+        pass
+    finally:
+        page.server_close()
+    return 0
+
+
 def _down(args: argparse.Namespace) -> int:
     from tuner.execution import kept_ray
 
@@ -588,6 +625,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "extend": _extend,
         "report": _report,
         "list": _list,
+        "ui": _ui,
         "down": _down,
     }[args.command]
     try:

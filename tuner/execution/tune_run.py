@@ -17,6 +17,7 @@ from tuner.data.splits import Splits
 from tuner.errors import Interrupted, TunerError
 from tuner.execution import packing, tracking
 from tuner.execution.console import EarlierTrials, LiveProgress
+from tuner.execution.live_study import LiveStudy
 from tuner.execution.phases import Phases
 from tuner.execution.stopper import MetricThreshold
 from tuner.execution.tensorboard import TrialsForTensorBoard
@@ -131,10 +132,14 @@ def new_tuner(
 ) -> tune.Tuner:
     """The Ray Tune run of `spec`'s trials; `earlier_trials`: those of the experiment's earlier runs, for
     an `extend` (the live view counts the whole experiment)."""
+    live_study = LiveStudy(
+        name, list(spec.objective.objectives), spec.objective.constraint_list, spec.param_space, spec.budget.epochs
+    )
     callbacks: list[tune.Callback] = [
         EndedTrialsLeaveTheSync(),
         KeepResultRows(),
         TrialsForTensorBoard(flat_keys(spec.param_space)),
+        live_study,
     ]
     if phases is not None and phases.shown:
         callbacks.append(TrialPhases(phases))
@@ -161,7 +166,7 @@ def new_tuner(
         # before KeepResultRows waits out its own upload's retries (~6 s) to the same end.
         callbacks.insert(0, RetireCheckpoints())
     if isinstance(plan.scheduler, decisions.Recording):
-        plan.scheduler.record_to(DecisionFile())  # why each trial stopped: decisions.jsonl
+        plan.scheduler.record_to(live_study.also(DecisionFile()))  # why each trial stopped: decisions.jsonl
     stop = spec.budget.stop_condition
     storage_path, storage_filesystem = ray_storage(storage_path)
     return tune.Tuner(

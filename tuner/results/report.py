@@ -4,7 +4,6 @@ without the run that made them (from another process, on a finished or interrupt
 import fnmatch
 import functools
 import io
-import json
 import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from tuner.results import objectives, stops
 from tuner.results.columns import best_column
 from tuner.search.decision import Decision
 from tuner.settings import Objective
-from tuner.spec.param_space import flatten
+from tuner.spec.param_space import cell, flatten
 from tuner.storage import decisions, filesystem, saved_state, trial_files
 from tuner.storage import meta as meta_file
 from tuner.storage.meta import ExperimentMeta
@@ -84,11 +83,6 @@ def metric_names(frames: list[pd.DataFrame]) -> list[str]:
             (column, None) for column in frame.columns if column not in skipped and not column.startswith("config/")
         )
     return list(names)
-
-
-def _cell(value: Any) -> Any:
-    """A config value as a table cell: lists (any JSON value that is no scalar) as their JSON text."""
-    return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
 
 
 def _analysis(experiment_path: str) -> list[Any]:
@@ -220,7 +214,7 @@ def _history(rows: Rows, order: list[str], params: list[str]) -> tuple[pd.DataFr
     configs = {f"config/{key}": key for key in params}
     history = frame.reindex(columns=["trial_id", "epoch", *metrics, *RUN_COLUMNS, *configs]).rename(columns=configs)
     for key in configs.values():
-        history[key] = history[key].map(_cell)
+        history[key] = history[key].map(cell)
     # Mostly empty columns: explicit dtypes keep them nullable and writable to parquet.
     history = history.astype(
         {
@@ -329,7 +323,7 @@ def _trial_row(
     status = _status(trial, last is not None, last_value("diverged"), epochs_run, meta)
     row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status.value}
     config = flatten(trial.config)
-    row.update({key: _cell(config.get(key)) for key in meta.params})
+    row.update({key: cell(config.get(key)) for key in meta.params})
     for name in metrics:  # each metric's value at the trial's last epoch
         value = last_value(name)
         row[name] = math.nan if last is None or value is None or value is pd.NA else value

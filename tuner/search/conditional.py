@@ -51,7 +51,7 @@ def reachable(space: dict[str, Any], conditions: Conditions) -> dict[str, Any]:
     return kept
 
 
-def _as_domain(value: Any) -> Any:
+def as_domain(value: Any) -> Any:
     """A grid axis as the choice of its values: every searcher but grid samples it."""
     return Categorical(value["grid_search"]).uniform() if is_grid(value) else value
 
@@ -171,7 +171,7 @@ class DefineByRun:
 
         self.space = reachable(space, conditions)
         self.conditions = conditions
-        domains = {key: _as_domain(value) for key, value in self.space.items() if not is_constant(value)}
+        domains = {key: as_domain(value) for key, value in self.space.items() if not is_constant(value)}
         self.distributions = OptunaSearch.convert_search_space(domains)
 
     def __call__(self, trial: Any) -> dict[str, Any]:
@@ -230,7 +230,7 @@ def _hyperopt_branch(
             chosen = {**chosen, key: value}
         else:
             # Labels are unique per branch (HyperOpt requires it); the config names the key itself.
-            branch[key] = HyperOptSearch.convert_search_space({key: _as_domain(value)}, prefix=prefix.rstrip("/"))[key]
+            branch[key] = HyperOptSearch.convert_search_space({key: as_domain(value)}, prefix=prefix.rstrip("/"))[key]
     return branch
 
 
@@ -251,7 +251,7 @@ def bohb_space(space: dict[str, Any], conditions: Conditions) -> Any:
     from ray.tune.search.bohb import TuneBOHB
 
     space = reachable(space, conditions)
-    domains = {key: _as_domain(value) for key, value in space.items() if not is_constant(value)}
+    domains = {key: as_domain(value) for key, value in space.items() if not is_constant(value)}
     configuration_space = TuneBOHB.convert_search_space(domains)
     for key in domains:
         parts: list[Any] = []

@@ -7,6 +7,7 @@ Imports no Ray: a search domain only exists once the space module imported `ray.
 domain classes are looked up only when a value is no constant.
 """
 
+import json
 from typing import Any
 
 from typing_extensions import TypeIs
@@ -72,3 +73,9 @@ def finite_values(value: Any) -> list[Any] | None:
     from ray.tune.search.sample import Categorical  # loaded by the space module already
 
     return list(value.categories) if isinstance(value, Categorical) else None
+
+
+def cell(value: Any) -> Any:
+    """A config value as the tables (trials.csv) and the live study show it: lists (any JSON value that
+    is no scalar) as their JSON text."""
+    return json.dumps(value) if isinstance(value, (list, tuple, dict)) else value

@@ -1,0 +1,262 @@
+"""The experiment written as an Optuna study while it runs, so that `tuner ui` (optuna-dashboard) shows
+every trial, its curve and the best so far as they happen, and a notebook gets `optuna.visualization`
+(tuner/results/study.py reads it back).
+
+A Tune callback on the driver: a trial that starts is an Optuna trial with its parameters and their
+distributions, each epoch an intermediate value of the primary objective, and its end the values of
+every objective (each its best epoch's, as trials.csv ranks them), its constraints, and a state:
+COMPLETE, PRUNED where the scheduler stopped it (with its reason), FAIL where it errored or diverged. Each is one line
+appended to the journal (about 1 ms with its fsync), so the cost per trial stays flat.
+
+In a local experiment the journal is written in place, so the page is as fresh as the last epoch. In an
+object store it is written in the driver's staging directory, which Ray uploads at each snapshot; a
+resumed or extended run first downloads what is stored. Anything that goes wrong here says so once and
+stops the study, never the run.
+"""
+
+import logging
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs
+from ray import tune
+from ray.tune.experiment import Trial
+from typing_extensions import TypeIs
+
+from tuner.results import stops
+from tuner.results import study as study_file
+from tuner.search.conditional import as_domain
+from tuner.search.decision import STOP, Decision
+from tuner.search.decisions import Sink
+from tuner.settings.objectives import Constraint
+from tuner.spec.param_space import cell, flatten, is_constant
+from tuner.trial_status import TrialStatus
+
+log = logging.getLogger(__name__)
+
+
+def distributions(param_space: dict[str, Any]) -> dict[str, Any]:
+    """Each searched key's Optuna distribution (a grid axis as the choice of its values), by its flat
+    name. A choice among values Optuna cannot store (lists, say) is the choice of their JSON texts, as
+    trials.csv shows them."""
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+    from ray.tune.search.sample import Categorical
+
+    found: dict[str, Any] = {}
+    for key, value in flatten(param_space).items():
+        if is_constant(value):
+            continue
+        domain = as_domain(value)
+        if isinstance(domain, Categorical) and not _storable(domain.categories):
+            found[key] = optuna.distributions.CategoricalDistribution([cell(choice) for choice in domain.categories])
+            continue
+        try:
+            found[key] = OptunaSearch.convert_search_space({key: domain})[key]
+        except Exception:  # a domain Optuna has no distribution for (tune.sample_from): left out
+            continue
+    return found
+
+
+def _storable(choices: Any) -> bool:
+    return all(choice is None or isinstance(choice, (bool, int, float, str)) for choice in choices)
+
+
+class LiveStudy(tune.Callback):
+    """Ray pickles its callbacks with the experiment's state: the storage is opened again by a resumed
+    driver, at its first trial, from that trial's storage."""
+
+    def __init__(
+        self,
+        name: str,
+        objectives: list[tuple[str, str]],
+        constraints: tuple[Constraint, ...],
+        param_space: dict[str, Any],
+        epochs: int,
+    ) -> None:
+        self.name = name
+        self.epochs = epochs
+        self.objectives = objectives
+        self.constraints = constraints
+        self.distributions = distributions(param_space)
+        self._reset()
+        # Each running trial's scheduler STOP, if it had one: that trial is PRUNED, with the reason.
+        self._stops: dict[str, Decision] = {}
+
+    def _reset(self) -> None:
+        self._storage: Any = None
+        self._study_id: int | None = None
+        self._trials: dict[str, int] = {}  # tuner's trial id -> the Optuna trial's storage id
+        self._broken = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for key in ("_storage", "_study_id", "_trials", "_broken"):
+            state.pop(key)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset()
+
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._guarded(self._start, trial)
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        self._guarded(self._result, trial, result)
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._guarded(self._end, trial, None)
+
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._guarded(self._end, trial, TrialStatus.ERROR)
+
+    def _guarded(self, step: Any, *args: Any) -> None:
+        if self._broken:
+            return
+        try:
+            if self._storage is None:
+                self._open(args[0])
+            step(*args)
+        except Exception as error:  # a full disk, a journal damaged by hand: the run goes on without it
+            self._broken = True
+            log.warning("the live study (%s) stops here, the run goes on: %s", study_file.JOURNAL_FILE, error)
+
+    def _open(self, trial: Trial) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # "A new study created in Journal ..."
+        path = _journal_path(trial)
+        self._storage = study_file.journal_storage(path)
+        directions = [
+            optuna.study.StudyDirection.MAXIMIZE if mode == "max" else optuna.study.StudyDirection.MINIMIZE
+            for _, mode in self.objectives
+        ]
+        try:
+            self._study_id = self._storage.create_new_study(directions, self.name)
+        except optuna.exceptions.DuplicatedStudyError:  # resumed or extended: its trials so far are there
+            self._study_id = self._storage.get_study_id_from_name(self.name)
+            for frozen in self._storage.get_all_trials(self._study_id, deepcopy=False):
+                if (trial_id := frozen.user_attrs.get(study_file.TRIAL_ID_ATTR)) is not None:
+                    self._trials[trial_id] = frozen._trial_id
+        if not self._trials:
+            study = optuna.load_study(study_name=self.name, storage=self._storage)
+            with warnings.catch_warnings():  # experimental since Optuna 3.2, and what the page names axes by
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names([metric for metric, _ in self.objectives])
+
+    def _start(self, trial: Trial) -> None:
+        import optuna
+
+        known = self._trials.get(trial.trial_id)
+        if known is not None and not self._storage.get_trial(known).state.is_finished():
+            return  # a restart from a checkpoint (a retry, a resume, PBT): the same Optuna trial goes on
+        params, used = {}, {}
+        for key, value in flatten(trial.config).items():
+            if (distribution := self.distributions.get(key)) is None:
+                continue
+            if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+                value = cell(value)
+            try:
+                if distribution._contains(distribution.to_internal_repr(value)):
+                    params[key], used[key] = value, distribution
+            except (ValueError, TypeError):  # outside what the space declared (PBT's perturbations)
+                continue
+        template = optuna.trial.FrozenTrial(
+            number=-1,
+            state=optuna.trial.TrialState.RUNNING,
+            value=None,
+            datetime_start=None,
+            datetime_complete=None,
+            params=params,
+            distributions=used,
+            user_attrs={study_file.TRIAL_ID_ATTR: trial.trial_id},
+            system_attrs={},
+            intermediate_values={},
+            trial_id=-1,
+        )
+        self._trials[trial.trial_id] = self._storage.create_new_trial(self._study_id, template_trial=template)
+
+    def _result(self, trial: Trial, result: dict) -> None:
+        optuna_id = self._trials.get(trial.trial_id)
+        value = result.get(self.objectives[0][0])
+        if optuna_id is None or not _real(value):
+            return
+        step = result.get("epoch", result.get("training_iteration"))
+        if isinstance(step, int):
+            self._storage.set_trial_intermediate_value(optuna_id, step, float(value))
+
+    def _end(self, trial: Trial, status: TrialStatus | None) -> None:
+        import optuna
+
+        optuna_id = self._trials.get(trial.trial_id)
+        stop = self._stops.pop(trial.trial_id, None)
+        if optuna_id is None or self._storage.get_trial(optuna_id).state.is_finished():
+            return
+        last = trial.last_result or {}
+        values = [trial.metric_analysis.get(metric, {}).get(mode) for metric, mode in self.objectives]
+        if status is None:
+            status = TrialStatus.DIVERGED if last.get("diverged") else TrialStatus.FINISHED
+        state = optuna.trial.TrialState.COMPLETE
+        attrs: dict[str, Any] = {"epochs": last.get("epoch", 0)}
+        if status is not TrialStatus.FINISHED or not all(_real(value) for value in values):
+            state = optuna.trial.TrialState.FAIL
+        elif stop is not None:
+            state, status = optuna.trial.TrialState.PRUNED, TrialStatus.STOPPED_EARLY
+            attrs[study_file.STOPPED_ATTR] = stops.describe(stop)
+        elif attrs["epochs"] < self.epochs:  # ended with the run (--stop, the time budget): ranked as it is
+            status = TrialStatus.STOPPED_EARLY
+        attrs[study_file.STATUS_ATTR] = status.value
+        for key, attr in attrs.items():
+            self._storage.set_trial_user_attr(optuna_id, key, attr)
+        if self.constraints:
+            violations = [constraint.violation(last.get(constraint.metric)) for constraint in self.constraints]
+            self._storage.set_trial_system_attr(optuna_id, "constraints", violations)
+        complete = state is optuna.trial.TrialState.COMPLETE
+        self._storage.set_trial_state_values(optuna_id, state, [float(value) for value in values] if complete else None)
+
+    def also(self, sink: Sink) -> "Sink":
+        """A recording scheduler's sink that also tells this study each STOP (tune_run.new_tuner)."""
+        return _AlsoToStudy(sink, self)
+
+    def decided(self, trial: Trial, decided: Decision) -> None:
+        if decided.decision == STOP:
+            self._stops[trial.trial_id] = decided
+
+
+class _AlsoToStudy:
+    """A class, not a closure: Ray pickles it with the scheduler, and the study with the callbacks, in one
+    pickle (tuner.pkl), so a resumed run's scheduler tells the resumed run's study."""
+
+    def __init__(self, sink: Sink, live: LiveStudy) -> None:
+        self.sink, self.live = sink, live
+
+    def __call__(self, trial: Trial, decided: Decision) -> None:
+        self.sink(trial, decided)
+        self.live.decided(trial, decided)
+
+
+def _real(value: Any) -> TypeIs[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _journal_path(trial: Trial) -> Path:
+    """In place in a local experiment; in the driver's staging directory (uploaded at each snapshot) for
+    an object store, starting from the stored copy of an earlier run of the experiment."""
+    storage = trial.storage
+    if storage is None:
+        raise RuntimeError(f"trial {trial.trial_id} has no storage yet")
+    if isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
+        return Path(storage.experiment_fs_path) / study_file.JOURNAL_FILE
+    staged = Path(storage.experiment_driver_staging_path) / study_file.JOURNAL_FILE
+    if not staged.exists():
+        stored = f"{storage.experiment_fs_path}/{study_file.JOURNAL_FILE}"
+        try:
+            with storage.storage_filesystem.open_input_stream(stored) as source:
+                staged.parent.mkdir(parents=True, exist_ok=True)
+                staged.write_bytes(source.read())
+        except FileNotFoundError:
+            pass
+    return staged

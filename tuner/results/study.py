@@ -1,0 +1,75 @@
+"""An experiment as an Optuna study: the journal that the driver writes as trials report
+(tuner/execution/live_study.py), read back with Optuna's own storage. It feeds `tuner ui`
+(optuna-dashboard) and hands a notebook `optuna.visualization` over any tuner experiment.
+
+Optuna's journal, not a format of tuner's own: optuna-dashboard and `optuna.load_study` read it as it
+grows, each read taking only the lines appended since the last.
+"""
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuner.errors import TunerError
+from tuner.storage import filesystem
+
+if TYPE_CHECKING:
+    import optuna
+
+JOURNAL_FILE = "optuna.journal"
+# What a tuner trial is called in its Optuna trial's user attributes.
+TRIAL_ID_ATTR = "tuner_trial_id"
+STATUS_ATTR = "tuner_status"
+STOPPED_ATTR = "stopped_because"
+
+
+def journal_storage(path: str | Path) -> "optuna.storages.JournalStorage":
+    """Optuna's storage over the journal file at `path` (made if absent). The open() lock, not Optuna's
+    default symlink lock: a writer killed while holding a symlink lock leaves it behind for good."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+
+
+def local_journal(experiment_path: str) -> Path:
+    """The experiment's journal as a local file: the file itself in a local experiment, a fresh copy in a
+    temporary folder for one in an object store (what its last snapshot uploaded)."""
+    if not filesystem.is_remote(experiment_path):
+        local = Path(filesystem.filesystem(experiment_path)[1]) / JOURNAL_FILE
+        if not local.exists():
+            raise _no_journal(experiment_path)
+        return local
+    copy = Path(tempfile.mkdtemp(prefix="tuner-study-")) / JOURNAL_FILE
+    refresh_copy(experiment_path, copy)
+    return copy
+
+
+def refresh_copy(experiment_path: str, copy: Path) -> None:
+    """Download the journal of an experiment in an object store over `copy`. The journal only ever grows,
+    so Optuna's reader, which goes on from the byte it last read, finds the new lines after its old ones."""
+    try:
+        data = filesystem.read_bytes(filesystem.join(experiment_path, JOURNAL_FILE))
+    except FileNotFoundError:
+        raise _no_journal(experiment_path) from None
+    partial = copy.with_suffix(".part")
+    partial.write_bytes(data)
+    partial.replace(copy)
+
+
+def load_study(experiment_path: str) -> "optuna.Study":
+    """The experiment as an `optuna.Study` (its one study), for `optuna.visualization` in a notebook."""
+    import optuna
+
+    storage = journal_storage(local_journal(experiment_path))
+    names = [summary.study_name for summary in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if not names:
+        raise _no_journal(experiment_path)
+    return optuna.load_study(study_name=names[0], storage=storage)
+
+
+def _no_journal(experiment_path: str) -> TunerError:
+    return TunerError(
+        f"{experiment_path} has no {JOURNAL_FILE}: no trial of it has started yet, or an older tuner ran it "
+        "(the study is written as trials run)"
+    )
