@@ -18,11 +18,11 @@ from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
     submission,
 )
-from tuner.results.live_page import DEFAULT_PORT, LOOPBACK
+from tuner.results.live_page import DEFAULT_PORT
 from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
-from tuner.settings.run import DEFAULT_STORAGE_PATH
+from tuner.settings.run import DEFAULT_STORAGE_PATH, LOOPBACK
 from tuner.spec import space as space_modules
 from tuner.spec.overrides import parse_sets
 from tuner.storage import filesystem

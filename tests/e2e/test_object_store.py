@@ -11,13 +11,14 @@ import re
 import shlex
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 
 import pandas as pd
 import pyarrow.fs as pafs
 import pytest
 
-from tests.conftest import run_tuner
+from tests.conftest import free_port, run_tuner
 from tests.e2e.test_faults import finish, kill_group, start, wait_until, write_space
 from tests.object_store import BUCKET, ObjectStore
 from tuner.command import tuner_command
@@ -135,7 +136,7 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
 def test_every_hint_of_a_bucket_experiment_runs_as_printed(store, tmp_path):
     """The commands a run's summary and `tuner resume` print for an experiment in a bucket, pasted into a
     shell from another folder: the URI's `&` and `?` quoted, no line for TensorBoard (it reads no
-    bucket through pyarrow's URI form)."""
+    bucket through pyarrow's URI form); the study page serves the study from the bucket."""
     path = write_space(tmp_path, "hinted", epochs=1, lr="tune.grid_search([0.001, 0.01])")
     env = store.env()
     ran = run_tuner("run", path, "--storage-path", store.uri("hints"), "--name", "hinted", cwd=tmp_path, env=env)
@@ -160,6 +161,23 @@ def test_every_hint_of_a_bucket_experiment_runs_as_printed(store, tmp_path):
         assert pasted.returncode == 0, (hint, pasted.stderr[-3000:])
         assert "hinted: 2 trials (2 finished)" in pasted.stdout, (hint, pasted.stdout[-2000:])
     assert b"<html" in store.read("hints/hinted/report.html")
+    # The study page, pasted with a port of its own: it serves the study the run uploaded to the bucket.
+    port = free_port()
+    page = subprocess.Popen(
+        f"{lines['study page'].strip()} --port {port}", shell=True, cwd=elsewhere, env=shell, start_new_session=True
+    )
+    try:
+        wait_until(lambda: b'"study_name": "hinted"' in _answer(f"http://127.0.0.1:{port}/api/studies"), "the page")
+    finally:
+        kill_group(page)
+
+
+def _answer(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.read()
+    except OSError:
+        return b""
 
 
 def test_a_missing_bucket_is_said_as_such_or_made_where_the_uri_allows(store, monkeypatch):

@@ -13,6 +13,7 @@ from tuner.execution.preparation import parts_of
 from tuner.results.report import RUN_COLUMNS, metric_names
 from tuner.spec import space as spaces
 from tuner.storage import meta as meta_file
+from tuner.storage.study_journal import TRIAL_ID_ATTR, load_study
 from tuner.training.context import LoopSetup
 from tuner.training.smoke import smoke_test
 
@@ -235,3 +236,11 @@ def test_a_killed_driver_then_resume_on_an_own_loop_space_loses_no_epoch(tmp_pat
     assert len(trials) == 2 and (trials["status"] == "finished").all()
     for trial_id, rows in history.groupby("trial_id"):
         assert rows["epoch"].tolist() == list(range(1, 201)), trial_id  # every epoch once, in order
+    # The study the runs wrote goes on where the killed one left it: one Optuna trial per trial, each
+    # epoch's value as the history has it, each trial's best its value.
+    study = load_study(str(experiment))
+    assert sorted(trial.user_attrs[TRIAL_ID_ATTR] for trial in study.trials) == sorted(trials["trial_id"])
+    for trial in study.trials:
+        rows = history[history["trial_id"] == trial.user_attrs[TRIAL_ID_ATTR]].set_index("epoch")
+        assert trial.state.name == "COMPLETE" and trial.intermediate_values == pytest.approx(rows["val_acc"].to_dict())
+        assert trial.value == pytest.approx(rows["val_acc"].max())  # the space's mode is max

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import free_port
 from tuner.results import live_page, report
-from tuner.results.study import STATUS_ATTR, STOPPED_ATTR, TRIAL_ID_ATTR, load_study
+from tuner.storage.study_journal import STATUS_ATTR, STOPPED_ATTR, TRIAL_ID_ATTR, load_study
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ import ray
 from ray.exceptions import AuthenticationError
 from ray.job_config import JobConfig
 
-from tuner.command import ray_command, tuner_command
+from tuner.command import ray_command, tuner_command, tuner_hint
 from tuner.errors import TunerError
 from tuner.execution import dashboard_port, kept_ray
 from tuner.execution.cluster_token import mode_for, refusal_hint, send_token_if_available
@@ -144,6 +144,11 @@ def connect(
         try:
             if context.dashboard_url:
                 log.info("Ray dashboard: http://%s%s", context.dashboard_url, _token_hint())
+                if cluster.dashboard and experiment_path is not None:
+                    log.info(
+                        "live page: %s (the experiment's trials, curves and best so far)",
+                        tuner_hint("ui", experiment_path),
+                    )
             yield
         finally:
             _shutdown()

@@ -1,6 +1,6 @@
 """The experiment written as an Optuna study while it runs, so that `tuner ui` (optuna-dashboard) shows
 every trial, its curve and the best so far as they happen, and a notebook gets `optuna.visualization`
-(tuner/results/study.py reads it back).
+(tuner/storage/study_journal.py reads it back).
 
 A Tune callback on the driver: a trial that starts is an Optuna trial with its parameters and their
 distributions, each epoch an intermediate value of the primary objective, and its end the values of
@@ -25,13 +25,13 @@ from ray import tune
 from ray.tune.experiment import Trial
 from typing_extensions import TypeIs
 
-from tuner.results import stops
-from tuner.results import study as study_file
 from tuner.search.conditional import as_domain
 from tuner.search.decision import STOP, Decision
+from tuner.search.decision_words import describe
 from tuner.search.decisions import Sink
 from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import cell, flatten, is_constant
+from tuner.storage import study_journal as study_file
 from tuner.trial_status import TrialStatus
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ class LiveStudy(tune.Callback):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # "A new study created in Journal ..."
         path = _journal_path(trial)
+        study_file.without_torn_line(path)
         self._storage = study_file.journal_storage(path)
         directions = [
             optuna.study.StudyDirection.MAXIMIZE if mode == "max" else optuna.study.StudyDirection.MINIMIZE
@@ -205,7 +206,7 @@ class LiveStudy(tune.Callback):
             state = optuna.trial.TrialState.FAIL
         elif stop is not None:
             state, status = optuna.trial.TrialState.PRUNED, TrialStatus.STOPPED_EARLY
-            attrs[study_file.STOPPED_ATTR] = stops.describe(stop)
+            attrs[study_file.STOPPED_ATTR] = describe(stop)
         elif attrs["epochs"] < self.epochs:  # ended with the run (--stop, the time budget): ranked as it is
             status = TrialStatus.STOPPED_EARLY
         attrs[study_file.STATUS_ATTR] = status.value

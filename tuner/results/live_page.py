@@ -1,6 +1,6 @@
 """`tuner ui`: a local web page of an experiment that follows it while it runs: optuna-dashboard (a
 well-kept page for exactly this: history, intermediate values, parallel coordinates, importance, the
-Pareto front) over the study the driver writes as trials report (tuner/results/study.py).
+Pareto front) over the study the driver writes as trials report (tuner/storage/study_journal.py).
 
 Served on the loopback address unless asked otherwise: the page can also write (notes, user attributes
 in the journal), so another address is the user's explicit choice, and said so.
@@ -15,10 +15,10 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from tuner.errors import TunerError
-from tuner.results import study
+from tuner.settings.run import LOOPBACK
 from tuner.storage import filesystem
+from tuner.storage import study_journal as study
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8080
 # How often an experiment in an object store is downloaded again; a local one is read as it grows.
 REMOTE_REFRESH_S = 10.0

@@ -133,6 +133,7 @@ def next_steps(path: str, best: dict[str, Any]) -> None:
         flags = " ".join("--set " + shlex.quote(f"{key}={value}") for key, value in plain.items())
         print(f"  as flags:   {flags}")
     print(f"html report:  {tuner_hint('report', path, '--html')}")
+    print(f"study page:   {tuner_hint('ui', path)}")
     experiment, notebook = shlex.quote(path), shlex.quote(str(as_submitted(NOTEBOOKS / "quick_look.ipynb")))
     # Jupyter refuses to start as root unless told; the notebook reads a bucket as tuner's report does.
     as_root = " --allow-root" if os.geteuid() == 0 else ""

@@ -6,6 +6,7 @@ Optuna's journal, not a format of tuner's own: optuna-dashboard and `optuna.load
 grows, each read taking only the lines appended since the last.
 """
 
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,27 @@ def journal_storage(path: str | Path) -> "optuna.storages.JournalStorage":
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+
+
+def without_torn_line(path: Path) -> None:
+    """Cut off a last line that a write cut short left (a full disk, a killed driver): Optuna's reader
+    stops at a line that does not parse once another follows it, so the next run's first write would
+    make every line after it unreadable. Only its writer calls this, before it writes."""
+    if not path.exists():
+        return
+    with open(path, "r+b") as journal:
+        size = journal.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            journal.seek(start)
+            chunk = journal.read(end - start)
+            if (newline := chunk.rfind(b"\n")) >= 0:
+                end = start + newline + 1
+                break
+            end = start
+        if end < size:
+            journal.truncate(end)
 
 
 def local_journal(experiment_path: str) -> Path:
