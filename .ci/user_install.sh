@@ -59,7 +59,7 @@ search = "random"
 num_samples = 2
 param_space = {"lr": tune.loguniform(1e-3, 1e-1), "hidden": tune.choice([16, 32])}
 EOF
-walked=(run list report resume extend down submit)
+walked=(run list report resume extend ui down submit)
 # In the shell the first command leaves, as README says: its virtualenv active.
 step "the summary's html report line, pasted" bash -c "cd '$work/tuner' && source .venv/bin/activate && ${hint}" || true
 step "run, keeping Ray" "$tuner" run tiny.py --name tiny --keep-ray 2m || true
@@ -68,6 +68,29 @@ step "report" "$tuner" report tuner_results/tiny || true
 step "report --html" "$tuner" report tuner_results/tiny --html || true
 step "resume of the finished run" "$tuner" resume tuner_results/tiny || true
 step "extend" "$tuner" extend tuner_results/tiny --num-samples 1 || true
+# The live page of the experiment, started as printed and asked for its study, then stopped.
+step "ui, the page answers" "$work/tuner/.venv/bin/python" -c '
+import socket, subprocess, sys, time, urllib.request
+probe = socket.socket()
+probe.bind(("127.0.0.1", 0))
+port = probe.getsockname()[1]
+probe.close()
+page = subprocess.Popen([sys.argv[1], "ui", "tuner_results/tiny", "--port", str(port)])
+try:
+    for _ in range(120):
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=5).read()
+        except OSError:
+            time.sleep(0.5)
+            continue
+        assert b"\"study_name\": \"tiny\"" in body, body[:500]
+        break
+    else:
+        sys.exit("the page never answered")
+finally:
+    page.terminate()
+    page.wait(30)
+' "$tuner" || true
 step "down" "$tuner" down || true
 step "submit --help" "$tuner" submit --help || true
 

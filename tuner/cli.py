@@ -242,7 +242,8 @@ def _parser() -> argparse.ArgumentParser:
     ui_cmd.add_argument(
         "experiment",
         nargs="?",
-        help=f"the experiment directory that `run` printed (default: the newest in {DEFAULT_STORAGE_PATH})",
+        help="the experiment directory that `run` printed, or a storage path for every experiment under it "
+        f"(default: the newest in {DEFAULT_STORAGE_PATH})",
     )
     ui_cmd.add_argument(
         "--host", default=LOOPBACK, help=f"the address to serve on (default {LOOPBACK}: this machine only)"

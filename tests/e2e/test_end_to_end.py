@@ -25,6 +25,7 @@ from tuner.cli import main
 from tuner.command import tuner_command
 from tuner.ray_compat import PICKLED_BY_PATH
 from tuner.results import analysis
+from tuner.storage.study_journal import TRIAL_ID_ATTR, load_study
 
 pytestmark = pytest.mark.slow
 
@@ -592,6 +593,9 @@ def test_extend_adds_trials_beside_the_finished_ones_and_every_command_reads_the
     meta = json.loads((experiment / "tuner.json").read_text())
     assert meta["total_trials"] == 6 and [e["trials"] for e in meta["extensions"]] == [2]
     assert meta["extensions"][0]["search"] == "random"
+    study = load_study(str(experiment))  # one study: the run's 4 trials and the 2 the extension added
+    assert sorted(trial.user_attrs[TRIAL_ID_ATTR] for trial in study.trials) == sorted(trials["trial_id"])
+    assert all(trial.state.name == "COMPLETE" for trial in study.trials)
 
     report = run_tuner("report", str(experiment), "--html", cwd=workdir)
     assert report.returncode == 0, report.stderr

@@ -13,14 +13,18 @@ and the plots and importances of `tuner.results.visualization` and `tuner.result
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from tuner.results import importance as importances
 from tuner.results import objectives, report, stops, visualization
-from tuner.storage import decisions, filesystem
+from tuner.storage import decisions, filesystem, study_journal
 from tuner.storage.meta import ExperimentMeta
+
+if TYPE_CHECKING:
+    import optuna
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,11 @@ class Experiment:
         return visualization.plot_early_stopping(
             self.trials, self.history, self.meta, stops.frame(decisions.read(self.path))
         )
+
+    def study(self) -> "optuna.Study":
+        """The experiment as the Optuna study its runs wrote (storage/study_journal.py), for
+        `optuna.visualization` and anything else that takes a study; `tuner ui` serves the same."""
+        return study_journal.load_study(self.path)
 
     def importance(self, evaluator: str = importances.AUTO) -> pd.DataFrame:
         """param, importance, low, high per hyperparameter, most important first; needs 4 scored trials.

@@ -1,6 +1,7 @@
-"""`tuner ui`: a local web page of an experiment that follows it while it runs: optuna-dashboard (a
-well-kept page for exactly this: history, intermediate values, parallel coordinates, importance, the
-Pareto front) over the study the driver writes as trials report (tuner/storage/study_journal.py).
+"""`tuner ui`: a local web page of an experiment, or of every experiment under a storage path, that
+follows them while they run: optuna-dashboard (a well-kept page for exactly this: history, intermediate
+values, parallel coordinates, importance, the Pareto front) over the study each run writes as its
+trials report (tuner/storage/study_journal.py).
 
 Served on the loopback address unless asked otherwise: the page can also write (notes, user attributes
 in the journal), so another address is the user's explicit choice, and said so.
@@ -15,6 +16,8 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from tuner.errors import TunerError
+from tuner.results import experiments
+from tuner.results.studies_view import StudiesView
 from tuner.settings.run import LOOPBACK
 from tuner.storage import filesystem
 from tuner.storage import study_journal as study
@@ -31,22 +34,40 @@ class _Quiet(WSGIRequestHandler):
         pass
 
 
-def server(experiment_path: str, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> WSGIServer:
-    """The page's server, bound and ready for serve_forever(); an experiment in an object store is
-    downloaded again every REMOTE_REFRESH_S by a thread that lives as long as the process."""
+def server(path: str, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> WSGIServer:
+    """The page's server, bound and ready for serve_forever(), of the experiment at `path` or of every
+    experiment with a study under it (a storage path, the newest first). An experiment in an object store
+    is downloaded again every REMOTE_REFRESH_S by a thread that lives as long as the process."""
     from optuna_dashboard import wsgi
 
-    journal = study.local_journal(experiment_path)
-    if filesystem.is_remote(experiment_path):
-        _follow(experiment_path, journal)
     logging.getLogger("optuna").setLevel(logging.WARNING)
-    app = wsgi(study.journal_storage(journal))
+    shown = experiments_at(path)
+    storages = []
+    for experiment in shown:
+        journal = study.local_journal(experiment)
+        if filesystem.is_remote(experiment):
+            _follow(experiment, journal)
+        storages.append(study.journal_storage(journal))
+    app = wsgi(StudiesView(storages, writable=not filesystem.is_remote(path)))
     try:
         return make_server(host, port, app, handler_class=_Quiet)
     except OSError as error:
         raise TunerError(
             f"cannot serve the page on {host}:{port}: {error.strerror or error}; give another with --port"
         ) from None
+
+
+def experiments_at(path: str) -> list[str]:
+    """`path` itself where it is an experiment, else the experiments under it that have a study."""
+    if filesystem.exists(filesystem.join(path, filesystem.META_FILE)):
+        return [path]
+    found = [experiment for experiment in experiments.find(path) if study.has_journal(experiment)]
+    if not found:
+        raise TunerError(
+            f"no experiment under {path} has a study ({study.JOURNAL_FILE}): give an experiment directory, "
+            f"or a storage path whose runs were made by this version of tuner"
+        )
+    return found
 
 
 def _follow(experiment_path: str, journal: Path) -> None:

@@ -79,6 +79,10 @@ def refresh_copy(experiment_path: str, copy: Path) -> None:
     partial.replace(copy)
 
 
+def has_journal(experiment_path: str) -> bool:
+    return filesystem.exists(filesystem.join(experiment_path, JOURNAL_FILE))
+
+
 def load_study(experiment_path: str) -> "optuna.Study":
     """The experiment as an `optuna.Study` (its one study), for `optuna.visualization` in a notebook."""
     import optuna

@@ -1,0 +1,64 @@
+"""`tuner ui STORAGE_PATH`: the studies of several experiments, each in its own journal with ids from 0,
+read through one Optuna storage as optuna-dashboard reads it."""
+
+import optuna
+import pytest
+
+from tuner.errors import TunerError
+from tuner.results import live_page
+from tuner.results.studies_view import StudiesView
+from tuner.storage import filesystem
+from tuner.storage.study_journal import JOURNAL_FILE, journal_storage
+
+
+def _experiment(folder, name: str, values: list[float]):
+    """An experiment directory with its study, as a run leaves it (tuner.json is only looked for)."""
+    folder.mkdir(parents=True)
+    (folder / filesystem.META_FILE).write_text("{}")
+    storage = journal_storage(folder / JOURNAL_FILE)
+    study = optuna.create_study(study_name=name, storage=storage, direction="maximize")
+    for value in values:
+        x = optuna.distributions.FloatDistribution(0, 10)
+        study.add_trial(optuna.trial.create_trial(params={"x": value}, distributions={"x": x}, value=value))
+    return storage
+
+
+def test_each_experiment_is_a_study_and_every_trial_keeps_its_own(tmp_path):
+    first = _experiment(tmp_path / "results" / "first", "first", [1.0, 2.0])
+    second = _experiment(tmp_path / "results" / "second", "second", [5.0, 3.0, 4.0])
+    view = StudiesView([first, second], writable=True)
+    assert [(study._study_id, study.study_name) for study in view.get_all_studies()] == [(0, "first"), (1, "second")]
+    loaded = optuna.load_study(study_name="second", storage=view)
+    assert [trial.value for trial in loaded.trials] == [5.0, 3.0, 4.0] and loaded.best_value == 5.0
+    ids = [trial._trial_id for study_id in (0, 1) for trial in view.get_all_trials(study_id)]
+    assert len(set(ids)) == 5
+    for study_id in (0, 1):
+        for trial in view.get_all_trials(study_id):
+            assert view.get_trial(trial._trial_id).value == trial.value  # each id leads back to its own trial
+    # A note on the page (optuna-dashboard keeps notes in the study's system attributes) lands in that
+    # experiment's own journal, and nowhere else.
+    view.set_study_system_attr(1, "dashboard:note", "looked at")
+    assert second.get_study_system_attrs(0)["dashboard:note"] == "looked at"
+    assert "dashboard:note" not in first.get_study_system_attrs(0)
+    assert optuna.importance.get_param_importances(loaded)  # Optuna's own readers work through it
+
+
+def test_a_view_of_a_bucket_refuses_writes(tmp_path):
+    view = StudiesView([_experiment(tmp_path / "only", "only", [1.0])], writable=False)
+    with pytest.raises(TunerError, match="object store"):
+        view.set_study_user_attr(0, "note", "x")
+    with pytest.raises(TunerError):
+        view.set_trial_user_attr(view.get_all_trials(0)[0]._trial_id, "note", "x")
+
+
+def test_a_storage_path_shows_the_experiments_with_a_study_and_an_experiment_itself(tmp_path):
+    _experiment(tmp_path / "results" / "first", "first", [1.0])
+    _experiment(tmp_path / "results" / "second", "second", [1.0])
+    (tmp_path / "results" / "older").mkdir()
+    (tmp_path / "results" / "older" / filesystem.META_FILE).write_text("{}")  # from before the study
+    results = str(tmp_path / "results")
+    assert sorted(live_page.experiments_at(results)) == [f"{results}/first", f"{results}/second"]
+    assert live_page.experiments_at(f"{results}/first") == [f"{results}/first"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TunerError, match="no experiment under .* has a study"):
+        live_page.experiments_at(str(tmp_path / "empty"))
