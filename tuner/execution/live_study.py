@@ -223,14 +223,14 @@ class LiveStudy(tune.Callback):
 
     def also(self, sink: Sink) -> "Sink":
         """A recording scheduler's sink that also tells this study each STOP (tune_run.new_tuner)."""
-        return _AlsoToStudy(sink, self)
+        return AlsoToStudy(sink, self)
 
     def decided(self, trial: Trial, decided: Decision) -> None:
         if decided.decision == STOP:
             self._stops[trial.trial_id] = decided
 
 
-class _AlsoToStudy:
+class AlsoToStudy:
     """A class, not a closure: Ray pickles it with the scheduler, and the study with the callbacks, in one
     pickle (tuner.pkl), so a resumed run's scheduler tells the resumed run's study."""
 
