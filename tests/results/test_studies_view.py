@@ -1,9 +1,12 @@
-"""`tuner ui STORAGE_PATH`: the studies of several experiments, each in its own journal with ids from 0,
-read through one Optuna storage as optuna-dashboard reads it."""
+"""`tuner ui`: the studies of several experiments (a storage path), each in its own journal with ids
+from 0, read through one Optuna storage as optuna-dashboard reads it; and where the page listens."""
+
+import subprocess
 
 import optuna
 import pytest
 
+from tests.conftest import free_port, tuner_process
 from tuner.errors import TunerError
 from tuner.results import live_page
 from tuner.results.studies_view import StudiesView
@@ -62,3 +65,21 @@ def test_a_storage_path_shows_the_experiments_with_a_study_and_an_experiment_its
     (tmp_path / "empty").mkdir()
     with pytest.raises(TunerError, match="no experiment under .* has a study"):
         live_page.experiments_at(str(tmp_path / "empty"))
+
+
+def test_the_page_listens_on_loopback_unless_told_and_then_says_so(tmp_path):
+    _experiment(tmp_path / "results" / "seen", "seen", [1.0])
+    page = live_page.server(str(tmp_path / "results" / "seen"), port=free_port())
+    try:
+        assert page.server_address[0] == "127.0.0.1"
+    finally:
+        page.server_close()
+    port = free_port()
+    command, env = tuner_process("ui", str(tmp_path / "results"), "--host", "0.0.0.0", "--port", str(port))
+    shown = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert shown.stdout is not None and shown.stdout.readline().startswith(f"tuner ui: http://0.0.0.0:{port}/")
+    finally:
+        shown.terminate()
+        _, err = shown.communicate(timeout=30)
+    assert err.startswith("tuner: warning: serving on 0.0.0.0: anyone who reaches this machine there can read")
