@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import REPO, free_port, run_tuner, tuner_process
-from tuner.command import ray_command
+from tuner.command import ray_command, tuner_command
 
 pytestmark = pytest.mark.slow
 
@@ -505,6 +505,10 @@ def test_local_dashboard_answers_on_loopback_only_with_token_auth(workdir):
                     assert "token authentication is on" in line, line
                     break
             assert url is not None, "the run ended without printing the dashboard URL:\n" + "".join(printed)[-3000:]
+            live_page = next(driver.stdout)  # beside it, the command of the experiment's own live page
+            assert live_page.startswith(f"live page: {tuner_command()} ui {workdir / 'results' / 'dashboard'} ("), (
+                live_page
+            )
             host, port = urlsplit(url).hostname, urlsplit(url).port
             assert host == "127.0.0.1" and port is not None and port != 8265, url
             _wait_for(f"{url}/")
