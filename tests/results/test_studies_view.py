@@ -5,6 +5,7 @@ import subprocess
 
 import optuna
 import pytest
+from bottle import HTTPError
 
 from tests.conftest import free_port, tuner_process
 from tuner.errors import TunerError
@@ -46,12 +47,14 @@ def test_each_experiment_is_a_study_and_every_trial_keeps_its_own(tmp_path):
     assert optuna.importance.get_param_importances(loaded)  # Optuna's own readers work through it
 
 
-def test_a_view_of_a_bucket_refuses_writes(tmp_path):
+def test_a_view_of_a_bucket_refuses_writes_and_no_view_deletes_an_experiment(tmp_path):
     view = StudiesView([_experiment(tmp_path / "only", "only", [1.0])], writable=False)
-    with pytest.raises(TunerError, match="object store"):
+    with pytest.raises(HTTPError, match="object store"):
         view.set_study_user_attr(0, "note", "x")
-    with pytest.raises(TunerError):
+    with pytest.raises(HTTPError, match="object store"):
         view.set_trial_user_attr(view.get_all_trials(0)[0]._trial_id, "note", "x")
+    with pytest.raises(HTTPError, match="neither makes nor deletes"):
+        view.delete_study(0)
 
 
 def test_a_storage_path_shows_the_experiments_with_a_study_and_an_experiment_itself(tmp_path):

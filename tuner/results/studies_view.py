@@ -13,13 +13,12 @@ import copy
 from collections.abc import Container, Sequence
 from typing import Any
 
+from bottle import HTTPError
 from optuna.distributions import BaseDistribution
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
-
-from tuner.errors import TunerError
 
 TRIAL_BITS = 32  # a journal's own trial ids stay far below 2**32; the page's ids within 2**53
 
@@ -112,29 +111,41 @@ class StudiesView(BaseStorage):
         storage.set_trial_system_attr(own, key, value)
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
-        raise self._refused()  # a trial's end is its run's to write
+        raise _refused(RESULTS_ARE_THE_RUNS)
 
     def set_trial_param(
         self, trial_id: int, param_name: str, param_value_internal: float, distribution: BaseDistribution
     ) -> None:
-        raise self._refused()
+        raise _refused(RESULTS_ARE_THE_RUNS)
 
     def set_trial_intermediate_value(self, trial_id: int, step: int, intermediate_value: float) -> None:
-        raise self._refused()
-
-    def create_new_study(self, directions: Sequence[StudyDirection], study_name: str | None = None) -> int:
-        raise self._refused()
-
-    def delete_study(self, study_id: int) -> None:
-        raise self._refused()
+        raise _refused(RESULTS_ARE_THE_RUNS)
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
-        raise self._refused()
+        raise _refused(RESULTS_ARE_THE_RUNS)
+
+    def create_new_study(self, directions: Sequence[StudyDirection], study_name: str | None = None) -> int:
+        raise _refused(EXPERIMENTS_ARE_FOLDERS)
+
+    def delete_study(self, study_id: int) -> None:
+        raise _refused(EXPERIMENTS_ARE_FOLDERS)
 
     def _written(self, study_id: int) -> None:
         if not self._writable:
-            raise self._refused()
+            raise _refused(
+                "this page reads its experiments from an object store, from a copy it downloads again and "
+                "again, and writes nothing there: no note, no attribute"
+            )
 
-    @staticmethod
-    def _refused() -> TunerError:
-        return TunerError("tuner ui writes only notes and attributes, and none into an experiment in an object store")
+
+RESULTS_ARE_THE_RUNS = "a trial's parameters and results are its run's to write; the page adds notes only"
+EXPERIMENTS_ARE_FOLDERS = (
+    "tuner ui shows experiments and neither makes nor deletes one: `tuner run` makes one, and deleting its "
+    "folder deletes it"
+)
+
+
+def _refused(why: str) -> HTTPError:
+    """What the page shows for a change it may not make: bottle's HTTPError is optuna-dashboard's way
+    of answering with a reason, where any other error is a 500 and a traceback in the terminal."""
+    return HTTPError(403, why)
