@@ -18,7 +18,7 @@ from pathlib import Path
 
 import optuna
 
-from tuner.storage.study_journal import TRIAL_ID_ATTR, journal_storage
+from tuner.storage.study_journal import journal_storage, running_trial
 
 
 def peak_rss_mib() -> float:
@@ -36,19 +36,7 @@ def main() -> None:
         distributions = {name: optuna.distributions.FloatDistribution(0, 1) for name in ("x", "y")}
         before, started = peak_rss_mib(), time.perf_counter()
         for number in range(1, trials + 1):
-            template = optuna.trial.FrozenTrial(
-                number=-1,
-                state=optuna.trial.TrialState.RUNNING,
-                value=None,
-                datetime_start=None,
-                datetime_complete=None,
-                params={"x": 0.5, "y": 0.5},
-                distributions=distributions,
-                user_attrs={TRIAL_ID_ATTR: f"bench_{number:05d}"},
-                system_attrs={},
-                intermediate_values={},
-                trial_id=-1,
-            )
+            template = running_trial(f"bench_{number:05d}", {"x": 0.5, "y": 0.5}, distributions)
             trial_id = storage.create_new_trial(study_id, template_trial=template)
             storage.set_trial_intermediate_value(trial_id, 1, 0.3)
             storage.set_trial_user_attr(trial_id, "tuner_status", "finished")

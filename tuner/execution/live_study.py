@@ -168,19 +168,7 @@ class LiveStudy(tune.Callback):
                     params[key], used[key] = value, distribution
             except (ValueError, TypeError):  # outside what the space declared (PBT's perturbations)
                 continue
-        template = optuna.trial.FrozenTrial(
-            number=-1,
-            state=optuna.trial.TrialState.RUNNING,
-            value=None,
-            datetime_start=None,
-            datetime_complete=None,
-            params=params,
-            distributions=used,
-            user_attrs={study_file.TRIAL_ID_ATTR: trial.trial_id},
-            system_attrs={},
-            intermediate_values={},
-            trial_id=-1,
-        )
+        template = study_file.running_trial(trial.trial_id, params, used)
         self._trials[trial.trial_id] = self._storage.create_new_trial(self._study_id, template_trial=template)
 
     def _result(self, trial: Trial, result: dict) -> None:

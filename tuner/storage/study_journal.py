@@ -9,7 +9,7 @@ grows, each read taking only the lines appended since the last.
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tuner.errors import TunerError
 from tuner.storage import filesystem
@@ -31,6 +31,26 @@ def journal_storage(path: str | Path) -> "optuna.storages.JournalStorage":
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+
+
+def running_trial(trial_id: str, params: dict[str, Any], distributions: dict[str, Any]) -> "optuna.trial.FrozenTrial":
+    """The Optuna trial a tuner trial starts as: RUNNING, its params, and its id as a user attribute
+    (the template of JournalStorage.create_new_trial, one journal line for all of it)."""
+    import optuna
+
+    return optuna.trial.FrozenTrial(
+        number=-1,
+        state=optuna.trial.TrialState.RUNNING,
+        value=None,
+        datetime_start=None,
+        datetime_complete=None,
+        params=params,
+        distributions=distributions,
+        user_attrs={TRIAL_ID_ATTR: trial_id},
+        system_attrs={},
+        intermediate_values={},
+        trial_id=-1,
+    )
 
 
 def without_torn_line(path: Path) -> None:
