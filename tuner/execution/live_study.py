@@ -5,9 +5,9 @@ every trial, its curve and the best so far as they happen, and a notebook gets `
 A Tune callback on the driver: a trial that starts is an Optuna trial with its parameters and their
 distributions, each epoch an intermediate value of the primary objective, and its end the values of
 every objective (each its best epoch's, as trials.csv ranks them), its constraints, and a state:
-COMPLETE, PRUNED where the scheduler stopped it (with its reason), FAIL where it errored or diverged. Each is one line
-appended to the journal with its fsync: about a millisecond per trial in all, flat to 10,000 trials
-(bench/study_journal.py).
+COMPLETE, PRUNED where the scheduler stopped it (with its reason), FAIL where it errored or diverged.
+Each is one line appended to the journal with its fsync: about a millisecond per trial in all, flat to
+10,000 trials (bench/study_journal.py).
 
 In a local experiment the journal is written in place, so the page is as fresh as the last epoch. In an
 object store it is written in the driver's staging directory, which Ray uploads at each snapshot; a
@@ -128,7 +128,6 @@ class LiveStudy(tune.Callback):
     def _open(self, trial: Trial) -> None:
         import optuna
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # "A new study created in Journal ..."
         path = _journal_path(trial)
         study_file.without_torn_line(path)
         self._storage = study_file.journal_storage(path)
@@ -143,7 +142,12 @@ class LiveStudy(tune.Callback):
                 if (trial_id := frozen.user_attrs.get(study_file.TRIAL_ID_ATTR)) is not None:
                     self._trials[trial_id] = frozen._trial_id
         else:
-            self._study_id = self._storage.create_new_study(directions, self.name)
+            said = optuna.logging.get_verbosity()
+            optuna.logging.set_verbosity(optuna.logging.WARNING)  # not "A new study created in Journal ..."
+            try:
+                self._study_id = self._storage.create_new_study(directions, self.name)
+            finally:
+                optuna.logging.set_verbosity(said)
         if not self._trials:
             name = self._storage.get_study_name_from_id(self._study_id)
             study = optuna.load_study(study_name=name, storage=self._storage)

@@ -72,12 +72,16 @@ def experiments_at(path: str) -> list[str]:
 
 def _follow(experiment_path: str, journal: Path) -> None:
     def refresh() -> None:
+        said = False  # once while the store stays away, again once it has answered
         while True:
             time.sleep(REMOTE_REFRESH_S)
             try:
                 study.refresh_copy(experiment_path, journal)
+                said = False
             except Exception as error:  # the store away for a while: the page shows what it had
-                print(f"tuner: warning: cannot read {experiment_path} again: {error}", file=sys.stderr)
+                if not said:
+                    print(f"tuner: warning: cannot read {experiment_path} again: {error}", file=sys.stderr)
+                said = True
 
     threading.Thread(target=refresh, name="tuner-ui-refresh", daemon=True).start()
 
