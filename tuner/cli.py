@@ -514,6 +514,11 @@ def _ui(args: argparse.Namespace) -> int:
             "experiment and write notes into its study",
             file=sys.stderr,
         )
+    said = f"tuner ui: waiting for the first trial of {experiment} to start (Ctrl-C stops)"
+    try:
+        live_page.wait_for_study(experiment, lambda: print(said, flush=True))
+    except KeyboardInterrupt:
+        return 0
     page = live_page.server(experiment, args.host, args.port)
     print(f"tuner ui: {live_page.url(args.host, args.port)} follows {experiment} (Ctrl-C stops it)", flush=True)
     try:

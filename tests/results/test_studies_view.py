@@ -2,6 +2,7 @@
 from 0, read through one Optuna storage as optuna-dashboard reads it; and where the page listens."""
 
 import subprocess
+import threading
 
 import optuna
 import pytest
@@ -11,7 +12,10 @@ from tests.conftest import free_port, tuner_process
 from tuner.errors import TunerError
 from tuner.results import live_page
 from tuner.results.studies_view import StudiesView
+from tuner.settings.experiment import Objective
 from tuner.storage import filesystem
+from tuner.storage import meta as meta_file
+from tuner.storage.meta import ExperimentMeta
 from tuner.storage.study_journal import JOURNAL_FILE, journal_storage
 
 
@@ -86,3 +90,32 @@ def test_the_page_listens_on_loopback_unless_told_and_then_says_so(tmp_path):
         shown.terminate()
         _, err = shown.communicate(timeout=30)
     assert err.startswith("tuner: warning: serving on 0.0.0.0: anyone who reaches this machine there can read")
+
+
+def test_the_page_of_a_run_whose_first_trial_has_not_started_waits_for_its_study(tmp_path):
+    """The `live page:` line is printed before the first trial, which makes the study: pasted at once,
+    `tuner ui` waits for it; an experiment that ended without one is refused at once, as before."""
+    running = tmp_path / "results" / "starting"
+    running.mkdir(parents=True)
+    meta_file.write(str(running), ExperimentMeta(space="s", params=["x"], objective=Objective("score", "max")))
+    said, waited = (
+        [],
+        threading.Thread(
+            target=live_page.wait_for_study, args=(str(running), lambda: said.append("waiting")), daemon=True
+        ),
+    )
+    waited.start()
+    waited.join(timeout=3 * live_page.JOURNAL_POLL_S)
+    assert waited.is_alive() and said == ["waiting"]  # no study yet: it waits, and said so once
+    _ = journal_storage(running / JOURNAL_FILE)  # the first trial starts: the run makes its study
+    waited.join(timeout=10 * live_page.JOURNAL_POLL_S)
+    assert not waited.is_alive() and said == ["waiting"]
+
+    ended = tmp_path / "results" / "ended"
+    ended.mkdir()
+    meta = ExperimentMeta(space="s", params=["x"], objective=Objective("score", "max"), ended_at=1.0)
+    meta_file.write(str(ended), meta)
+    live_page.wait_for_study(str(ended), lambda: said.append("waiting"))  # returns at once, says nothing
+    assert said == ["waiting"]
+    with pytest.raises(TunerError, match="has no optuna.journal"):
+        live_page.server(str(ended), port=free_port())

@@ -11,6 +11,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -20,11 +21,13 @@ from tuner.results import experiments
 from tuner.results.studies_view import StudiesView
 from tuner.settings.run import LOOPBACK
 from tuner.storage import filesystem
+from tuner.storage import meta as meta_file
 from tuner.storage import study_journal as study
 
 DEFAULT_PORT = 8080
 # How often an experiment in an object store is downloaded again; a local one is read as it grows.
 REMOTE_REFRESH_S = 10.0
+JOURNAL_POLL_S = 1.0  # while waiting for a starting run's first trial
 
 
 class _Quiet(WSGIRequestHandler):
@@ -68,6 +71,22 @@ def experiments_at(path: str) -> list[str]:
             f"or a storage path whose runs were made by this version of tuner"
         )
     return found
+
+
+def wait_for_study(path: str, waiting: Callable[[], None]) -> None:
+    """A run that has started but whose first trial has not (the `live page:` line is printed then):
+    its study appears with that trial, so the page waits for it, having said so through `waiting`. An
+    experiment that ended without one (an older tuner ran it) is left to `server` to refuse."""
+    if study.has_journal(path) or not filesystem.exists(filesystem.join(path, filesystem.META_FILE)):
+        return
+    try:
+        running = meta_file.read(path).ended_at is None
+    except (TunerError, OSError):
+        return
+    if running:
+        waiting()
+        while not study.has_journal(path):
+            time.sleep(JOURNAL_POLL_S)
 
 
 def _follow(experiment_path: str, journal: Path) -> None:
