@@ -17,7 +17,7 @@ from bottle import HTTPError
 from optuna.distributions import BaseDistribution
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
-from optuna.study._frozen import FrozenStudy
+from optuna.study._frozen import FrozenStudy  # as BaseStorage itself annotates it: Optuna exports it nowhere else
 from optuna.trial import FrozenTrial, TrialState
 
 TRIAL_BITS = 32  # a journal's own trial ids stay far below 2**32; the page's ids within 2**53
