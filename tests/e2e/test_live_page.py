@@ -1,8 +1,9 @@
 """`tuner ui` as a user meets it: a page in a real browser (headless Chromium) follows a run while its
-trial trains, its curve longer at the second look than at the first. The second look is kept as a
+trial trains, the trial's list of epoch values longer at the second look than at the first. The second look is kept as a
 screenshot beside the test's files."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -64,17 +65,18 @@ def _wait(condition, what: str, process: subprocess.Popen, timeout: float = 120)
         time.sleep(0.3)
 
 
-def _points_drawn(url: str, screenshot: Path | None = None) -> int:
-    """The points of the page's intermediate-values plot, as Chromium renders it (the page is a script
-    that draws after it fetched the study)."""
+def _epochs_shown(url: str, screenshot: Path | None = None) -> list[int]:
+    """The epochs of the trial's intermediate values as the trial page lists them once Chromium has
+    rendered it (the page is a script that draws after it fetched the study)."""
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000"]
     dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     if screenshot is not None:
-        shot = [*browser, "--hide-scrollbars", "--window-size=1400,2200", f"--screenshot={screenshot}", url]
+        shot = [*browser, "--hide-scrollbars", "--window-size=1400,1000", f"--screenshot={screenshot}", url]
         subprocess.run(shot, capture_output=True, timeout=120, cwd=screenshot.parent)
-    plot = dom.find('id="graph-intermediate-values"')
-    assert plot >= 0, dom[-2000:]
-    return dom[plot : dom.find("MuiCardContent-root", plot)].count('class="point"')
+    shown = dom.find(">Intermediate Values</p>")
+    assert shown >= 0, dom[-2000:]
+    listed = dom[shown : dom.find("</div></div></div>", shown)]
+    return [int(step) for step in re.findall(r">(\d+) [-0-9.e]+</p>", listed)]
 
 
 def test_the_page_follows_a_running_trial(tmp_path):
@@ -86,7 +88,7 @@ def test_the_page_follows_a_running_trial(tmp_path):
         _wait(lambda: _epochs_in_study(experiment) >= 2, "two epochs in the study", run)
         port = free_port()
         page = _start(tmp_path, "ui", str(experiment), "--port", str(port))
-        url = f"http://127.0.0.1:{port}/dashboard/studies/0"
+        url = f"http://127.0.0.1:{port}/dashboard/studies/0/trials"
 
         def answers() -> bool:
             try:
@@ -96,11 +98,12 @@ def test_the_page_follows_a_running_trial(tmp_path):
                 return False
 
         _wait(answers, "the page", page)
-        first = _points_drawn(url)
+        first = _epochs_shown(url)
         time.sleep(3)  # six more epochs
-        second = _points_drawn(url, screenshot=tmp_path / "live_page.png")
+        second = _epochs_shown(url, screenshot=tmp_path / "live_page.png")
         assert run.poll() is None, "the run ended before the second look: lengthen it"
-        assert 2 <= first < second, (first, second)
+        assert len(first) >= 2 and second[: len(first)] == first and len(second) > len(first), (first, second)
+        assert second == list(range(1, len(second) + 1))  # each epoch once, in order
         assert (tmp_path / "live_page.png").stat().st_size > 10_000
     finally:
         said = _stop(page) if page is not None else ""
