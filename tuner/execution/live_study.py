@@ -248,11 +248,7 @@ def _journal_path(trial: Trial) -> Path:
         return Path(storage.experiment_fs_path) / study_file.JOURNAL_FILE
     staged = Path(storage.experiment_driver_staging_path) / study_file.JOURNAL_FILE
     if not staged.exists():
-        stored = f"{storage.experiment_fs_path}/{study_file.JOURNAL_FILE}"
-        try:
-            with storage.storage_filesystem.open_input_stream(stored) as source:
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                staged.write_bytes(source.read())
-        except FileNotFoundError:
-            pass
+        study_file.download(
+            storage.storage_filesystem, f"{storage.experiment_fs_path}/{study_file.JOURNAL_FILE}", staged
+        )
     return staged

@@ -16,6 +16,7 @@ from tuner.storage import filesystem
 
 if TYPE_CHECKING:
     import optuna
+    import pyarrow.fs
 
 JOURNAL_FILE = "optuna.journal"
 # What a tuner trial is called in its Optuna trial's user attributes.
@@ -90,13 +91,24 @@ def local_journal(experiment_path: str) -> Path:
 def refresh_copy(experiment_path: str, copy: Path) -> None:
     """Download the journal of an experiment in an object store over `copy`. The journal only ever grows,
     so Optuna's reader, which goes on from the byte it last read, finds the new lines after its old ones."""
+    fs, path = filesystem.filesystem(experiment_path)
+    if not download(fs, f"{path}/{JOURNAL_FILE}", copy):
+        raise _no_journal(experiment_path)
+
+
+def download(fs: "pyarrow.fs.FileSystem", stored: str, local: Path) -> bool:
+    """The stored journal over `local`, whole or not at all (a copy cut short would be uploaded or read as
+    the journal); False where none is stored."""
     try:
-        data = filesystem.read_bytes(filesystem.join(experiment_path, JOURNAL_FILE))
+        with fs.open_input_stream(stored) as source:
+            data = source.read()
     except FileNotFoundError:
-        raise _no_journal(experiment_path) from None
-    partial = copy.with_suffix(".part")
+        return False
+    local.parent.mkdir(parents=True, exist_ok=True)
+    partial = local.with_suffix(".part")
     partial.write_bytes(data)
-    partial.replace(copy)
+    partial.replace(local)
+    return True
 
 
 def has_journal(experiment_path: str) -> bool:
