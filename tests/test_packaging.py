@@ -1,4 +1,5 @@
-"""What a wheel of tuner holds: every package, and the notebooks where the run's summary names them.
+"""What a wheel of tuner holds: every package, the notebooks where the run's summary names them, and
+tuner's Grafana dashboard.
 The notebooks live at the top level (notebooks/) and install as tuner/notebooks, a mapping that
 pyproject.toml's package list makes by hand."""
 
@@ -23,7 +24,7 @@ def test_the_listed_packages_are_every_package_folder_and_the_notebooks():
 
 
 @pytest.mark.slow
-def test_a_wheel_installs_the_notebooks_where_the_summary_names_them(tmp_path):
+def test_a_wheel_installs_the_notebooks_and_the_grafana_dashboard_where_tuner_finds_them(tmp_path):
     source = tmp_path / "source"  # a copy: a build in the checkout would leave build/ behind
     source.mkdir()
     for name in SHIPPED:
@@ -47,3 +48,6 @@ def test_a_wheel_installs_the_notebooks_where_the_summary_names_them(tmp_path):
     )
     assert answer.returncode == 0, answer.stderr[-3000:]
     assert answer.stdout.strip() == str(site / "tuner" / "notebooks")
+    # The dashboard a run copies beside Ray's (tuner/execution/ray_metrics.py).
+    dashboard = site / "tuner" / "execution" / "grafana_dashboard.json"
+    assert dashboard.read_text() == (REPO / "tuner" / "execution" / "grafana_dashboard.json").read_text()

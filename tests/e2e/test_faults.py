@@ -113,11 +113,11 @@ def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_pa
         # The diverged trial stops after epoch 1 and its process ends; then the healthy one's is the
         # only trial process left (the result rows checked below say whose it was).
         wait_until(
-            lambda: epochs_checkpointed(experiment) >= 6 and len(_processes(driver, "ray::ImplicitFunc")) == 1,
+            lambda: epochs_checkpointed(experiment) >= 6 and len(_processes(driver, "ray::InProcessTrial")) == 1,
             "5 epochs of the healthy trial",
             driver=driver,
         )
-        victim = _processes(driver, "ray::ImplicitFunc")[0].pid
+        victim = _processes(driver, "ray::InProcessTrial")[0].pid
         os.kill(victim, signal.SIGKILL)
         code, out, err = finish(driver)
     finally:

@@ -240,7 +240,7 @@ def test_trials_spread_over_nodes_and_one_goes_on_after_its_node_is_removed(clus
         textwrap.dedent(SPACE.format(epochs=epochs, lr="tune.grid_search([0.01, 0.02])"))
     )
     args = ["run", "spread.py", "--cpus-per-worker", str(CPUS_PER_NODE)]
-    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "spread", "ray::ImplicitFunc", args, 2, 3)
+    removed, seen, code, err = _run_and_remove_a_node(cluster, tmp_path, "spread", "ray::InProcessTrial", args, 2, 3)
     assert code == 0, err[-3000:]
     assert "never ran" not in err
     experiment = tmp_path / "results" / "spread"

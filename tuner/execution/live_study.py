@@ -19,7 +19,7 @@ import logging
 import math
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow.fs
 from ray import tune
@@ -222,11 +222,18 @@ class LiveStudy(tune.Callback):
             self._stops[trial.trial_id] = decided
 
 
-class AlsoToStudy:
-    """A class, not a closure: Ray pickles it with the scheduler, and the study with the callbacks, in one
-    pickle (tuner.pkl), so a resumed run's scheduler tells the resumed run's study."""
+class Told(Protocol):
+    """What a recording scheduler's sink also tells of each decision: the live study, Ray's metrics."""
 
-    def __init__(self, sink: Sink, live: LiveStudy) -> None:
+    def decided(self, trial: Trial, decided: Decision) -> None: ...
+
+
+class AlsoToStudy:
+    """A sink that also tells `live` (the study, or Ray's metrics: tuner/execution/ray_metrics.py). A
+    class, not a closure: Ray pickles it with the scheduler, and `live` with the callbacks, in one pickle
+    (tuner.pkl), so a resumed run's scheduler tells the resumed run's callbacks."""
+
+    def __init__(self, sink: Sink, live: Told) -> None:
         self.sink, self.live = sink, live
 
     def __call__(self, trial: Trial, decided: Decision) -> None:

@@ -9,21 +9,17 @@ and each run is named by the trial's directory alone. This subclass of it, hande
 and its file handling, and changes what is written and where.
 """
 
-import math
-import numbers
 import os
 from collections.abc import Sequence
 
 from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
-from ray.tune.result import AUTO_RESULT_KEYS, DEBUG_METRICS, DONE, SHOULD_CHECKPOINT, TRAINING_ITERATION
+from ray.tune.result import TRAINING_ITERATION
 
 from tuner.execution.console import shown_config
+from tuner.execution.loop_metrics import loop_metrics
 from tuner.spec.param_space import flatten
-from tuner.training.result_keys import BOOKKEEPING
 
-# What Ray adds to every result besides the loop's own.
-RAY_KEYS = {*AUTO_RESULT_KEYS, *DEBUG_METRICS, DONE, SHOULD_CHECKPOINT}
 RUN_NAME_MAX = 120  # characters of the config in a run's folder name; a longer one ends in "..."
 
 
@@ -52,15 +48,7 @@ class TrialsForTensorBoard(TBXLoggerCallback):
         if trial not in self._trial_writer:
             self.log_trial_start(trial)
         step = result.get("epoch") or result[TRAINING_ITERATION]
-        metrics = {
-            key: value
-            for key, value in result.items()
-            if key not in RAY_KEYS
-            and key not in BOOKKEEPING
-            and isinstance(value, numbers.Real)
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-        }
+        metrics = loop_metrics(result)
         for key, value in metrics.items():
             self._trial_writer[trial].add_scalar(key, value, global_step=step)
         self._trial_result[trial] = metrics  # Ray's log_trial_end writes these with the config as hparams

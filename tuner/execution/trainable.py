@@ -235,18 +235,49 @@ def _cleanup_when_train_run_ended(trial_id: str, cleanup: Callable[[], None]) ->
             run.wait_until_ended()
 
 
-def trainable(setup: TrialSetup):
-    if setup.resources.in_process:
-        resources = {"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus}
-        return tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources)
+def actor_name(trial_id: str) -> str:
+    """What Ray's dashboard (its Actors page, the log lines of the actor's process) calls the actor that
+    runs a trial."""
+    return f"trial {trial_id}"
 
-    # A class built at run time, as Tune builds its own function trainables.
-    class MultiWorkerTrial(private.function_trainable_class(tune.with_parameters(run_trial, setup=setup), "run_trial")):  # type: ignore[misc]
+
+def trainable(setup: TrialSetup):
+    # Classes built at run time, as Tune builds its own function trainables, so that each actor is named
+    # after its trial: Ray names an actor by its class's own __repr__, once it is made. The resources go
+    # on the function (Tune's class reads them there): `tune.with_resources` on a class would subclass
+    # it, and its processes would be titled `ray::ResourceTrainable`.
+    in_process = setup.resources.in_process
+    resources = (
+        {"CPU": setup.resources.cpus_per_worker, "GPU": setup.resources.gpus} if in_process else DRIVER_ONLY_RESOURCES
+    )
+    function_trial = private.function_trainable_class(
+        tune.with_resources(tune.with_parameters(run_trial, setup=setup), resources), "run_trial"
+    )
+    if in_process:
+
+        class InProcessTrial(function_trial):  # type: ignore[misc,valid-type]
+            """Tune reuses this actor for trial after trial: Ray's Actors page keeps the name of the first,
+            and each reset names the log lines after the trial it runs now."""
+
+            def __repr__(self) -> str:
+                return actor_name(self.trial_id)
+
+            def reset(self, new_config: dict[str, Any], storage: Any = None) -> bool:
+                done = super().reset(new_config, storage)
+                private.name_log_lines(repr(self))
+                return bool(done)
+
+        return InProcessTrial
+
+    class MultiWorkerTrial(function_trial):  # type: ignore[misc,valid-type]
         """Tune's function trainable, whose cleanup (Tune stopping or pausing the trial) waits for the
         trial's Train run to end by itself: the actor's exit would otherwise kill the Train controller
         with it, and a killed controller's worker group stays reserved until Ray's cleaner notices."""
 
+        def __repr__(self) -> str:
+            return actor_name(self.trial_id)
+
         def cleanup(self) -> None:
             _cleanup_when_train_run_ended(self.trial_id, super().cleanup)
 
-    return tune.with_resources(MultiWorkerTrial, DRIVER_ONLY_RESOURCES)
+    return MultiWorkerTrial

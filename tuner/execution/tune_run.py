@@ -19,6 +19,7 @@ from tuner.execution import packing, tracking
 from tuner.execution.console import EarlierTrials, LiveProgress
 from tuner.execution.live_study import LiveStudy
 from tuner.execution.phases import Phases
+from tuner.execution.ray_metrics import RayMetrics
 from tuner.execution.stopper import MetricThreshold
 from tuner.execution.tensorboard import TrialsForTensorBoard
 from tuner.execution.trainable import TrialSetup, trainable
@@ -135,11 +136,13 @@ def new_tuner(
     live_study = LiveStudy(
         name, list(spec.objective.objectives), spec.objective.constraint_list, spec.param_space, spec.budget.epochs
     )
+    ray_metrics = RayMetrics(name, list(spec.objective.objectives), spec.budget.epochs)
     callbacks: list[tune.Callback] = [
         EndedTrialsLeaveTheSync(),
         KeepResultRows(),
         TrialsForTensorBoard(flat_keys(spec.param_space)),
         live_study,
+        ray_metrics,
     ]
     if phases is not None and phases.shown:
         callbacks.append(TrialPhases(phases))
@@ -166,7 +169,8 @@ def new_tuner(
         # before KeepResultRows waits out its own upload's retries (~6 s) to the same end.
         callbacks.insert(0, RetireCheckpoints())
     if isinstance(plan.scheduler, decisions.Recording):
-        plan.scheduler.record_to(live_study.also(DecisionFile()))  # why each trial stopped: decisions.jsonl
+        # Why each trial stopped: decisions.jsonl, the study, Ray's metrics.
+        plan.scheduler.record_to(ray_metrics.also(live_study.also(DecisionFile())))
     stop = spec.budget.stop_condition
     storage_path, storage_filesystem = ray_storage(storage_path)
     return tune.Tuner(

@@ -31,6 +31,7 @@ PICKLED_BY_PATH = {
     "tuner.execution.trial_phases": ("TrialPhases",),
     "tuner.execution.stopper": ("MetricThreshold",),
     "tuner.execution.live_study": ("LiveStudy", "AlsoToStudy"),  # the second inside a recording scheduler
+    "tuner.execution.ray_metrics": ("RayMetrics",),
     "tuner.search.decision": ("Decision",),  # a running trial's STOP, inside LiveStudy
     "tuner.storage.decisions": ("DecisionFile",),
     "tuner.search.decisions": ("RecordingASHA", "RecordingMedian", "RecordingBOHB", "RecordingPBT"),

@@ -208,6 +208,29 @@ def ray_started_here() -> bool:
     return node is not None and node.is_head()
 
 
+def name_log_lines(name: str) -> None:
+    """Names this actor's later log lines `name` ("(name pid=...)" on the driver), as Ray names them by
+    the actor's __repr__ once it is made: through the same marker line, which Ray's log monitor reads and
+    hides. Ray has no public way to rename an actor it reuses (Tune's reuse_actors)."""
+    import sys
+
+    from ray._private.ray_constants import LOG_PREFIX_ACTOR_NAME
+
+    marker = f"{LOG_PREFIX_ACTOR_NAME}{name}\n"
+    print(marker, end="", flush=True)
+    print(marker, end="", file=sys.stderr, flush=True)
+
+
+def session_dir() -> str | None:
+    """The session directory of the Ray this process is connected to, where Ray writes the Grafana
+    dashboards its `grafana.ini` provisions (`metrics/grafana/dashboards`); None before ray.init. Ray's
+    public runtime context names the session, not its directory."""
+    from ray._private import worker
+
+    node = worker._global_node
+    return None if node is None else str(node.get_session_dir_path())
+
+
 def live_drivers(besides: str) -> int:
     """How many drivers other than job `besides` are connected to this process's Ray, from the GCS's job
     table (Ray marks a job dead as soon as its driver exits, killed or not). Ray's public job listing
