@@ -93,3 +93,41 @@ def test_the_exporter_serves_the_runs_last_word_and_lets_ended_trials_series_go(
         time.sleep(1)
     else:
         pytest.fail(f"series still exported a minute after the run: {_exported()}")
+
+
+SLOW = """
+import time
+from ray import tune
+
+param_space = {"x": tune.grid_search([0.9, 0.5, 0.1])}
+metric, mode, epochs = "score", "max", 30
+
+
+def train_loop(config, ctx):
+    for epoch in range(1, ctx.epochs + 1):
+        time.sleep(0.5)
+        ctx.report({"score": config["x"] * epoch})
+"""
+
+
+def test_a_run_the_time_budget_ends_says_which_trial_it_stopped_and_why(
+    tmp_path, ray_exporting_each_second, monkeypatch
+):
+    """Tune ends the trials of a run its time budget stops without telling its trial hooks."""
+    (tmp_path / "slow.py").write_text(textwrap.dedent(SLOW))
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "slow.py", "--no-smoke", "-q", "--max-concurrent", "1", "--time-budget", "8s", "--name", "slow"]
+    main(args)
+    trials, _ = report.read_tables(str(tmp_path / "tuner_results" / "slow"))
+    counts = trials["status"].value_counts().to_dict()
+    assert counts.get("stopped early") == 1, counts  # the one running when the budget ran out
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        samples = _exported()
+        if {state: n for state, n in _of(samples, "ray_tuner_trials", "state").items() if n} == counts:
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail(f"the exporter never served the run's states {counts}: {samples}")
+    assert _of(samples, "ray_tuner_early_stops", "reason") == {"stop or time budget": 1}

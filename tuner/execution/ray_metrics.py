@@ -107,7 +107,7 @@ class RayMetrics(Callback):
             self._guarded(self._refresh, trials)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
-        self._guarded(self._refresh, trials)  # the last word, which Ray exports while the driver lives on
+        self._guarded(self._refresh, trials, True)  # the last word, which Ray exports while the driver lives on
 
     def also(self, sink: Sink) -> Sink:
         """A recording scheduler's sink that also tells these metrics each STOP (tune_run.new_tuner)."""
@@ -202,22 +202,28 @@ class RayMetrics(Callback):
                     if metric == self.objectives[0][0]:
                         self._rank(trial.trial_id, float(value))
 
-    def _refresh(self, trials: list[Trial]) -> None:
+    def _refresh(self, trials: list[Trial], final: bool = False) -> None:
         assert self._gauges is not None
         self._refreshed = time.monotonic()
         if not self._seen_earlier:
             self._earlier(trials)
         gauges = self._gauges
         # Only the started trials are looked at: what a refresh costs does not grow with the experiment.
-        counts = {RUNNING: 0, PENDING: 0, **self._ended_counts}
         running: list[Trial] = []
-        for trial in self._started.values():
-            if trial.status == Trial.RUNNING:
+        paused = 0
+        for trial in list(self._started.values()):
+            if trial.status in (Trial.TERMINATED, Trial.ERROR):  # ended with the run, which tells no hook
+                self._end(trial, TrialStatus.ERROR.value if trial.status == Trial.ERROR else None)
+            elif trial.status == Trial.RUNNING:
                 running.append(trial)
             elif trial.status == Trial.PAUSED:
-                counts[TrialStatus.PAUSED.value] += 1
-        counts[RUNNING] = len(running)
-        counts[PENDING] = len(trials) - len(self._ended) - len(running) - counts[TrialStatus.PAUSED.value]
+                paused += 1
+        counts = {**self._ended_counts, RUNNING: len(running)}
+        counts[TrialStatus.PAUSED.value] += paused
+        counts[PENDING] = len(trials) - len(self._ended) - len(running) - paused
+        if final:  # what waits when the run is over (--stop, the time budget) never starts
+            counts[TrialStatus.NOT_STARTED.value] += counts[PENDING]
+            counts[PENDING] = 0
         for state, count in counts.items():
             gauges["trials"].set(count, self._tags(state=state))
         if self._planned is not None:

@@ -256,8 +256,8 @@ def trainable(setup: TrialSetup):
     if in_process:
 
         class InProcessTrial(function_trial):  # type: ignore[misc,valid-type]
-            """Tune reuses this actor for trial after trial: Ray's Actors page keeps the name of the first,
-            and each reset names the log lines after the trial it runs now."""
+            """Tune reuses this actor for trial after trial: Ray's Actors page keeps the name of the trial
+            it was made for, and each reset names the log lines after the trial it runs now."""
 
             def __repr__(self) -> str:
                 return actor_name(self.trial_id)
