@@ -15,17 +15,16 @@ resumed or extended run first downloads what is stored. Anything that goes wrong
 stops the study, never the run.
 """
 
-import logging
 import math
 import warnings
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow.fs
-from ray import tune
 from ray.tune.experiment import Trial
 from typing_extensions import TypeIs
 
+from tuner.execution.guarded_hooks import GuardedTrialHooks
 from tuner.search.conditional import as_domain
 from tuner.search.decision import STOP, Decision
 from tuner.search.decision_words import describe
@@ -34,8 +33,6 @@ from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import cell, flatten, is_constant
 from tuner.storage import study_journal as study_file
 from tuner.trial_status import TrialStatus
-
-log = logging.getLogger(__name__)
 
 
 def distributions(param_space: dict[str, Any]) -> dict[str, Any]:
@@ -65,9 +62,11 @@ def _storable(choices: Any) -> bool:
     return all(choice is None or isinstance(choice, (bool, int, float, str)) for choice in choices)
 
 
-class LiveStudy(tune.Callback):
+class LiveStudy(GuardedTrialHooks):
     """Ray pickles its callbacks with the experiment's state: the storage is opened again by a resumed
     driver, at its first trial, from that trial's storage."""
+
+    what = f"the live study ({study_file.JOURNAL_FILE})"
 
     def __init__(
         self,
@@ -102,28 +101,11 @@ class LiveStudy(tune.Callback):
         self.__dict__.update(state)
         self._reset()
 
-    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._start, trial)
-
-    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        self._guarded(self._result, trial, result)
-
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._end, trial, None)
-
-    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._end, trial, TrialStatus.ERROR)
-
-    def _guarded(self, step: Any, *args: Any) -> None:
-        if self._broken:
-            return
-        try:
-            if self._storage is None:
-                self._open(args[0])
-            step(*args)
-        except Exception as error:  # a full disk, a journal damaged by hand: the run goes on without it
-            self._broken = True
-            log.warning("the live study (%s) stops here, the run goes on: %s", study_file.JOURNAL_FILE, error)
+    def _prepare(self, trial: Trial | None) -> None:
+        if self._storage is None:
+            if trial is None:
+                raise RuntimeError("the study is opened at a trial's first event")
+            self._open(trial)
 
     def _open(self, trial: Trial) -> None:
         import optuna

@@ -13,7 +13,6 @@ kept as results come: about 0.02 ms per trial, flat to 10,000 trials (bench/ray_
 that goes wrong here says so once and stops the metrics, never the run.
 """
 
-import logging
 import math
 import numbers
 import shutil
@@ -21,17 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ray.tune import Callback
 from ray.tune.experiment import Trial
 from typing_extensions import TypeIs
 
+from tuner.execution.guarded_hooks import GuardedTrialHooks
 from tuner.execution.loop_metrics import loop_metrics
 from tuner.ray_compat import private
 from tuner.search.decision import STOP, Decision
 from tuner.search.decisions import Sink
 from tuner.trial_status import TrialStatus
-
-log = logging.getLogger(__name__)
 
 TOP = 5  # the best trials that keep a series of their own after they end
 # Below Ray's default export interval (10 s), so a kept series never misses an export.
@@ -45,9 +42,11 @@ RUNNING, PENDING = "running", "pending"
 LIVE_ENDS = tuple(status.value for status in TrialStatus if status is not TrialStatus.INCOMPLETE)
 
 
-class RayMetrics(Callback):
+class RayMetrics(GuardedTrialHooks):
     """Ray pickles its callbacks with the experiment's state: the metrics (Ray's, not picklable) are made
     again by a resumed driver at its first step."""
+
+    what = "tuner's Ray metrics"
 
     def __init__(self, name: str, objectives: list[tuple[str, str]], epochs: int) -> None:
         self.name = name
@@ -90,18 +89,6 @@ class RayMetrics(Callback):
             self._planned = total_num_samples
         self._guarded(_beside_rays_dashboards)
 
-    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._start, trial)
-
-    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        self._guarded(self._result, trial, result)
-
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._end, trial, None)
-
-    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._guarded(self._end, trial, TrialStatus.ERROR.value)
-
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         if time.monotonic() - self._refreshed >= REFRESH_S:
             self._guarded(self._refresh, trials)
@@ -121,16 +108,9 @@ class RayMetrics(Callback):
 
     # What is exported
 
-    def _guarded(self, step: Any, *args: Any) -> None:
-        if self._broken:
-            return
-        try:
-            if self._gauges is None:
-                self._gauges = _make_gauges()
-            step(*args)
-        except Exception as error:  # Ray's metrics agent unreachable, say: the run goes on without them
-            self._broken = True
-            log.warning("tuner's Ray metrics stop here, the run goes on: %s", error)
+    def _prepare(self, trial: Trial | None) -> None:
+        if self._gauges is None:
+            self._gauges = _make_gauges()
 
     def _tags(self, **tags: str) -> dict[str, str]:
         return {"experiment": self.name, **tags}
@@ -159,7 +139,8 @@ class RayMetrics(Callback):
         top.sort(key=lambda entry: entry[0], reverse=mode == "max")
         self._top = top[:TOP]
 
-    def _end(self, trial: Trial, state: str | None, earlier: bool = False) -> None:
+    def _end(self, trial: Trial, status: TrialStatus | None, earlier: bool = False) -> None:
+        state = status.value if status is not None else None
         if state is None:
             last = trial.last_result or {}
             epochs = last.get("epoch", 0)
@@ -194,7 +175,7 @@ class RayMetrics(Callback):
         for trial in trials:
             if trial.status not in (Trial.TERMINATED, Trial.ERROR) or trial.trial_id in self._ended:
                 continue
-            self._end(trial, TrialStatus.ERROR.value if trial.status == Trial.ERROR else None, earlier=True)
+            self._end(trial, TrialStatus.ERROR if trial.status == Trial.ERROR else None, earlier=True)
             for metric, mode in self.objectives:
                 value = trial.metric_analysis.get(metric, {}).get(mode)
                 if _real(value):
@@ -213,7 +194,7 @@ class RayMetrics(Callback):
         paused = 0
         for trial in list(self._started.values()):
             if trial.status in (Trial.TERMINATED, Trial.ERROR):  # ended with the run, which tells no hook
-                self._end(trial, TrialStatus.ERROR.value if trial.status == Trial.ERROR else None)
+                self._end(trial, TrialStatus.ERROR if trial.status == Trial.ERROR else None)
             elif trial.status == Trial.RUNNING:
                 running.append(trial)
             elif trial.status == Trial.PAUSED:
