@@ -6,11 +6,11 @@ Ray itself exports nothing of a Tune run, and ships no dashboard for Tune.
 
 A Tune callback on the driver. Every series is labelled by the experiment. Per-trial series exist only
 for the running trials and the TOP best, so the number of series stays bounded at any number of trials:
-Ray drops a gauge's series that is not set again within about two of its export intervals, so each
-series kept is set again every REFRESH_S, and an ended trial's series age out by themselves
-(tests/execution/test_ray_metrics.py). A refresh looks at the started trials only, and the best few are
-kept as results come: about 0.02 ms per trial, flat to 10,000 trials (bench/ray_metrics.py). Anything
-that goes wrong here says so once and stops the metrics, never the run.
+Ray (2.60) drops a gauge's series that is not set again (~20 s after its last value at a 1 s export
+interval), so each series kept is set again every REFRESH_S, and an ended trial's series age out by
+themselves (tests/execution/test_ray_metrics.py). A refresh looks at the started trials only, and the best
+few are kept as results come: about 0.02 ms per trial, flat to 10,000 trials (bench/ray_metrics.py).
+Anything that goes wrong here says so once and stops the metrics, never the run.
 """
 
 import math
