@@ -16,6 +16,8 @@ stops the study, never the run.
 """
 
 import math
+import tempfile
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +34,7 @@ from tuner.search.decisions import Sink
 from tuner.settings.objectives import Constraint
 from tuner.spec.param_space import cell, flatten, is_constant
 from tuner.storage import study_journal as study_file
+from tuner.storage.whole_files import is_whole_file
 from tuner.trial_status import TrialStatus
 
 
@@ -112,7 +115,9 @@ class LiveStudy(GuardedTrialHooks):
 
         path = _journal_path(trial)
         study_file.without_torn_line(path)
-        self._storage = study_file.journal_storage(path)
+        # A staged journal's lock file lives outside the folder Ray uploads at each snapshot.
+        lock_at = None if _in_place(trial) else Path(tempfile.gettempdir()) / f"tuner-{uuid.uuid4().hex}.journal"
+        self._storage = study_file.journal_storage(path, lock_at)
         directions = [
             optuna.study.StudyDirection.MAXIMIZE if mode == "max" else optuna.study.StudyDirection.MINIMIZE
             for _, mode in self.objectives
@@ -227,13 +232,20 @@ def _real(value: Any) -> TypeIs[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _in_place(trial: Trial) -> bool:
+    """Whether the experiment is on this machine's disk (tuner gives Ray a local one as whole-file
+    storage), where the journal is written in place."""
+    fs = trial.storage.storage_filesystem if trial.storage is not None else None
+    return isinstance(fs, pyarrow.fs.LocalFileSystem) or (fs is not None and is_whole_file(fs))
+
+
 def _journal_path(trial: Trial) -> Path:
     """In place in a local experiment; in the driver's staging directory (uploaded at each snapshot) for
     an object store, starting from the stored copy of an earlier run of the experiment."""
     storage = trial.storage
     if storage is None:
         raise RuntimeError(f"trial {trial.trial_id} has no storage yet")
-    if isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
+    if _in_place(trial):
         return Path(storage.experiment_fs_path) / study_file.JOURNAL_FILE
     staged = Path(storage.experiment_driver_staging_path) / study_file.JOURNAL_FILE
     if not staged.exists():

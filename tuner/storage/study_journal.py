@@ -25,13 +25,16 @@ STATUS_ATTR = "tuner_status"
 STOPPED_ATTR = "stopped_because"
 
 
-def journal_storage(path: str | Path) -> "optuna.storages.JournalStorage":
+def journal_storage(path: str | Path, lock_at: str | Path | None = None) -> "optuna.storages.JournalStorage":
     """Optuna's storage over the journal file at `path` (made if absent). The open() lock, not Optuna's
-    default symlink lock: a writer killed while holding a symlink lock leaves it behind for good."""
+    default symlink lock: a writer killed while holding a symlink lock leaves it behind for good. The
+    lock file is `<lock_at or path>.lock`, made and removed at each write: `lock_at` keeps it out of a
+    folder that Ray uploads while the run writes (a file gone between Ray's listing and its copy fails
+    Ray's snapshot)."""
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(lock_at or path))))
 
 
 def running_trial(trial_id: str, params: dict[str, Any], distributions: dict[str, Any]) -> "optuna.trial.FrozenTrial":
