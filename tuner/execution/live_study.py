@@ -15,7 +15,6 @@ resumed or extended run first downloads what is stored. Anything that goes wrong
 stops the study, never the run.
 """
 
-import math
 import tempfile
 import uuid
 import warnings
@@ -24,9 +23,9 @@ from typing import Any, Protocol
 
 import pyarrow.fs
 from ray.tune.experiment import Trial
-from typing_extensions import TypeIs
 
 from tuner.execution.guarded_hooks import GuardedTrialHooks
+from tuner.execution.loop_metrics import is_real
 from tuner.search.conditional import as_domain
 from tuner.search.decision import STOP, Decision
 from tuner.search.decision_words import describe
@@ -165,7 +164,7 @@ class LiveStudy(GuardedTrialHooks):
     def _result(self, trial: Trial, result: dict) -> None:
         optuna_id = self._trials.get(trial.trial_id)
         value = result.get(self.objectives[0][0])
-        if optuna_id is None or not _real(value):
+        if optuna_id is None or not is_real(value):
             return
         step = result.get("epoch", result.get("training_iteration"))
         if isinstance(step, int):
@@ -184,7 +183,7 @@ class LiveStudy(GuardedTrialHooks):
             status = TrialStatus.DIVERGED if last.get("diverged") else TrialStatus.FINISHED
         state = optuna.trial.TrialState.COMPLETE
         attrs: dict[str, Any] = {}
-        if status is not TrialStatus.FINISHED or not all(_real(value) for value in values):
+        if status is not TrialStatus.FINISHED or not all(is_real(value) for value in values):
             state = optuna.trial.TrialState.FAIL
         elif stop is not None:
             state, status = optuna.trial.TrialState.PRUNED, TrialStatus.STOPPED_EARLY
@@ -226,10 +225,6 @@ class AlsoToStudy:
     def __call__(self, trial: Trial, decided: Decision) -> None:
         self.sink(trial, decided)
         self.live.decided(trial, decided)
-
-
-def _real(value: Any) -> TypeIs[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _in_place(trial: Trial) -> bool:

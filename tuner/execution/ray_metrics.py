@@ -13,7 +13,6 @@ few are kept as results come: about 0.02 ms per trial, flat to 10,000 trials (be
 Anything that goes wrong here says so once and stops the metrics, never the run.
 """
 
-import math
 import numbers
 import shutil
 import time
@@ -21,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ray.tune.experiment import Trial
-from typing_extensions import TypeIs
 
 from tuner.execution.guarded_hooks import GuardedTrialHooks
-from tuner.execution.loop_metrics import loop_metrics
+from tuner.execution.loop_metrics import is_real, loop_metrics
 from tuner.ray_compat import private
 from tuner.search.decision import STOP, Decision
 from tuner.search.decisions import Sink
@@ -124,9 +122,9 @@ class RayMetrics(GuardedTrialHooks):
         self._gauges["epochs"].inc(1, self._tags())
         for metric, mode in self.objectives:
             value = result.get(metric)
-            if _real(value):
+            if is_real(value):
                 self._best[metric] = _better(mode, self._best.get(metric), float(value))
-        if _real(value := result.get(self.objectives[0][0])):
+        if is_real(value := result.get(self.objectives[0][0])):
             self._rank(trial.trial_id, float(value))
 
     def _rank(self, trial_id: str, value: float) -> None:
@@ -178,7 +176,7 @@ class RayMetrics(GuardedTrialHooks):
             self._end(trial, TrialStatus.ERROR if trial.status == Trial.ERROR else None, earlier=True)
             for metric, mode in self.objectives:
                 value = trial.metric_analysis.get(metric, {}).get(mode)
-                if _real(value):
+                if is_real(value):
                     self._best[metric] = _better(mode, self._best.get(metric), float(value))
                     if metric == self.objectives[0][0]:
                         self._rank(trial.trial_id, float(value))
@@ -260,7 +258,3 @@ def _better(mode: str, old: float | None, new: float) -> float:
     if old is None:
         return new
     return max(old, new) if mode == "max" else min(old, new)
-
-
-def _real(value: Any) -> TypeIs[int | float]:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
