@@ -8,6 +8,9 @@
 # Add --cpu-check to run the same steps on this CPU machine first (small sizes, no GPU rows to
 # measure, longer limits for 2 cores). Each step runs under its own time limit and the summary prints
 # at the end whatever happened, a step that timed out included.
+# Run --cpu-check once with PYTHON set to a venv holding only what the GPU machine has (its list in
+# ../shared/device/README.md, the bundle's wheels, pyarrow): a module tuner needs that the machine lacks
+# then fails here, not in device time (`import bottle` did: tests/test_dependencies.py now guards it).
 # Made for the GPU machine this project may borrow (one GPU, Python 3.12, torch, pytest, no Ray): it
 # sources .device/setup.sh when present (built here by `bash ../shared/device/bundle.sh`), which gives
 # Ray for the `tuner run` steps and rows; without it those say so and the torch-only parts still run.

@@ -9,6 +9,7 @@ read from the source, not from this venv, and each is held to pyproject.toml's l
 import ast
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -141,3 +142,20 @@ def test_each_extra_tuner_names_is_declared_with_what_it_looks_for():
         assert extra in OPTIONAL, f"tuner/extras.py names {extra!r}, which pyproject.toml does not declare"
         for module in declared.modules:
             assert _distributions(module) & OPTIONAL[extra], f"{module} is not installed by the extra {extra!r}"
+
+
+# The libraries only `tuner ui` and the reports' plots use. The GPU machine bench/gpu_check.sh runs on
+# lacks them (../shared/device/README.md lists what it has), and a run there must still start: tuner.cli
+# once imported the page's module for its default port, and `tuner run` failed there on `import bottle`.
+PAGE_AND_PLOTS = ("bottle", "optuna_dashboard", "matplotlib")
+
+
+def test_a_run_imports_neither_the_study_page_nor_the_plots():
+    code = (
+        "import sys\n"
+        "import tuner, tuner.cli, tuner.execution.tune_run, tuner.execution.trainable, tuner.training.loop\n"
+        f"print(','.join(m for m in {PAGE_AND_PLOTS!r} if m in sys.modules))"
+    )
+    imported = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    assert imported.stdout.strip() == "", f"a run's modules import {imported.stdout.strip()}"

@@ -18,11 +18,10 @@ from tuner.execution import (
     phases,  # noqa: F401  (imported first thing: its clock counts the driver's imports)
     submission,
 )
-from tuner.results.live_page import DEFAULT_PORT
 from tuner.settings import GROUPS, Budget, Cluster, RunOptions
 from tuner.settings.declaration import Setting, settings_of
 from tuner.settings.kinds import Flag, Whole
-from tuner.settings.run import DEFAULT_STORAGE_PATH, LOOPBACK
+from tuner.settings.run import DEFAULT_STORAGE_PATH, DEFAULT_UI_PORT, LOOPBACK
 from tuner.spec import space as space_modules
 from tuner.spec.overrides import parse_sets
 from tuner.storage import filesystem
@@ -251,8 +250,8 @@ def _parser() -> argparse.ArgumentParser:
     ui_cmd.add_argument(
         "--port",
         type=_value_of("port", Setting(Whole(1, 65535), "")),
-        default=DEFAULT_PORT,
-        help=f"(default {DEFAULT_PORT})",
+        default=DEFAULT_UI_PORT,
+        help=f"(default {DEFAULT_UI_PORT})",
     )
     commands.add_parser("down", help="stop the local Ray instance that `run --keep-ray` kept")
     for command in commands.choices.values():

@@ -19,12 +19,11 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from tuner.errors import TunerError
 from tuner.results import experiments
 from tuner.results.studies_view import StudiesView
-from tuner.settings.run import LOOPBACK
+from tuner.settings.run import DEFAULT_UI_PORT, LOOPBACK
 from tuner.storage import filesystem
 from tuner.storage import meta as meta_file
 from tuner.storage import study_journal as study
 
-DEFAULT_PORT = 8080
 # How often an experiment in an object store is downloaded again; a local one is read as it grows.
 REMOTE_REFRESH_S = 10.0
 JOURNAL_POLL_S = 1.0  # while waiting for a starting run's first trial
@@ -37,7 +36,7 @@ class _Quiet(WSGIRequestHandler):
         pass
 
 
-def server(path: str, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> WSGIServer:
+def server(path: str, host: str = LOOPBACK, port: int = DEFAULT_UI_PORT) -> WSGIServer:
     """The page's server, bound and ready for serve_forever(), of the experiment at `path` or of every
     experiment with a study under it (a storage path, the newest first). An experiment in an object store
     is downloaded again every REMOTE_REFRESH_S by a thread that lives as long as the process."""

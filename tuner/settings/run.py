@@ -15,6 +15,7 @@ DEFAULT_STORAGE_PATH = "./tuner_results"  # where `tuner run` and tuner.run keep
 # option is named; tuner.execution.tracking.store resolves it once the storage path is known.
 DEFAULT_MLFLOW_STORE = "<storage-path>/mlflow.db"
 DEFAULT_DASHBOARD_PORT = 8265
+DEFAULT_UI_PORT = 8080  # `tuner ui`
 DEFAULT_KEEP = "10m"  # `--keep-ray` alone: long enough for an edit-and-run loop, short enough to be forgotten
 LOOPBACK = "127.0.0.1"
 MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
