@@ -81,3 +81,27 @@ def test_a_local_start_that_times_out_is_started_again_and_leaves_nothing_behind
         if "agent" in stalled:
             stalled["agent"].kill()
     assert "did not start within Ray's 30 s (is the machine busy?); starting it again (2 of 2)" in caplog.text
+
+
+def _idle_workers() -> list[psutil.Process]:
+    """Ray's idle workers under a raylet this process started."""
+    idle = []
+    for raylet in psutil.Process().children():
+        try:
+            if raylet.name() == "raylet":
+                idle += [child for child in raylet.children() if "ray::IDLE" in " ".join(child.cmdline())]
+        except psutil.Error:
+            pass
+    return idle
+
+
+def test_a_local_instance_prestarts_no_idle_workers(own_ray) -> None:
+    """Ray prestarts an idle worker per CPU as a driver connects. Every process a run needs has a
+    runtime_env of its own (Tune's trial actors, Ray Train's controller), so none is ever one of those:
+    they would idle for the instance's life (tuner/ray_compat/env.py, no_prestarted_idle_workers)."""
+    with connect(Cluster(), ray_logs="ERROR", verbose=0):
+        deadline = time.monotonic() + 5  # Ray prestarts them within a second or two of the connection
+        while time.monotonic() < deadline:
+            assert _idle_workers() == [], "Ray prestarted idle workers for this instance"
+            time.sleep(0.1)
+        assert ray.get(ray.remote(lambda: "up").remote()) == "up"  # a task still gets a worker, started for it

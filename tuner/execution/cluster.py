@@ -247,6 +247,7 @@ def _environment(ray_logs: str, *, local: bool, auth_mode: str | None = None) ->
         env.variable("RAY_AUTH_MODE", "disabled", user_wins=True) if auth_mode == "disabled" else nullcontext(),
         env.local_instance_log_level(ray_logs),
         env.no_preemption_watcher() if local else nullcontext(),
+        env.no_prestarted_idle_workers() if local else nullcontext(),
         logs.quiet_token_notice(quiet),
         logs.quiet_client_notice(quiet),
     ):
@@ -340,7 +341,11 @@ def _kept_instance(cluster: Cluster, ray_logs: str) -> kept_ray.Kept | None:
         return kept
     if cluster.keep_ray is None:
         return None
-    with env.local_instance_log_level(ray_logs), env.no_preemption_watcher():  # as connect sets them
+    with (  # as connect sets them
+        env.local_instance_log_level(ray_logs),
+        env.no_preemption_watcher(),
+        env.no_prestarted_idle_workers(),
+    ):
         kept = kept_ray.start(cluster.keep_ray, parse_keep(cluster.keep_ray))
     log.info(
         "tuner: keeping this Ray instance (%s) for the next runs from this folder; it stops once idle for "
