@@ -9,7 +9,7 @@ resumed trial nothing to restore (the Train run resumed only by its own name, wh
 keeps). Here:
 
 - a Train callback (`ForwardToTune`, in the Train controller) puts each report, rank 0's metrics and
-  the persisted checkpoint, in the trial's `Mailbox` (an actor);
+  the persisted checkpoint, in the trial's `Mailbox` (an actor, tuner/execution/mailbox.py);
 - the Tune trial (`TrainRun`) takes it and calls `tune.report` with a copy of the checkpoint from its
   own thread, then answers "go on", or "stop" when Tune stopped or paused the trial;
 - every rank waits for that answer after each report (`tune_lets_training_go_on`), as an in-process
@@ -20,7 +20,6 @@ keeps). Here:
 When a Ray release makes TuneReportCallback register Tune checkpoints, this file can go.
 """
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -42,36 +41,6 @@ END_TIMEOUT_S = 120.0
 class TrialStopped(BaseException):
     """Raised on every rank when Tune has stopped the trial. A BaseException, as Tune's own SystemExit
     in tune.report is, so that a loop's `except Exception` does not swallow it."""
-
-
-@ray.remote(num_cpus=0)
-class Mailbox:
-    """One trial's reports (Train to Tune) and answers (Tune to the workers), each a queue of one. Not
-    Ray's own Queue: that is an actor per queue, and each actor is one more process to start with every
-    multi-worker trial."""
-
-    def __init__(self) -> None:
-        self._reports: asyncio.Queue[tuple[dict[str, Any], ray.train.Checkpoint | None]] = asyncio.Queue(maxsize=1)
-        self._answers: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
-
-    async def put_report(self, report: tuple[dict[str, Any], ray.train.Checkpoint | None]) -> None:
-        await self._reports.put(report)
-
-    async def next_report(self, timeout_s: float) -> tuple[dict[str, Any], ray.train.Checkpoint | None] | None:
-        """The next report, or None if none came within `timeout_s`."""
-        try:
-            return await asyncio.wait_for(self._reports.get(), timeout_s)
-        except TimeoutError:
-            return None
-
-    async def has_reports(self) -> bool:
-        return not self._reports.empty()
-
-    async def put_answer(self, answer: str) -> None:
-        await self._answers.put(answer)
-
-    async def next_answer(self) -> str:
-        return await self._answers.get()
 
 
 class ForwardToTune(UserCallback):

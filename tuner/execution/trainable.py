@@ -18,7 +18,8 @@ from ray import tune
 
 from tuner.data.splits import Splits
 from tuner.execution import packing
-from tuner.execution.checkpoint_bridge import ForwardToTune, Mailbox, TrainRun, TrialStopped, tune_lets_training_go_on
+from tuner.execution.checkpoint_bridge import ForwardToTune, TrainRun, TrialStopped, tune_lets_training_go_on
+from tuner.execution.mailbox import Mailbox
 from tuner.ray_compat import env, logs, private
 from tuner.settings import Resources
 from tuner.storage import filesystem
