@@ -491,6 +491,7 @@ def test_report_on_a_killed_experiment(workdir):
         "results",
         "--name",
         "killed",
+        "--no-smoke",
         cwd=workdir,
     )
     assert not (experiment / "trials.csv").exists()  # the run never got to write its report

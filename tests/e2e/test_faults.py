@@ -45,15 +45,21 @@ def write_space(workdir: Path, name: str, epochs: int, lr: str) -> str:
 
 
 def wait_until(
-    condition: Callable[[], bool], what: str, timeout: float = 180, driver: subprocess.Popen | None = None
+    condition: Callable[[], bool],
+    what: str,
+    timeout: float = 180,
+    driver: subprocess.Popen | None = None,
+    every: float = 0.2,
 ) -> None:
+    """Polls `condition` every `every` seconds (longer for one that starts a process: it takes the cores
+    a running experiment trains on)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if driver is not None and driver.poll() is not None:
             said = driver.stderr.read()[-3000:] if driver.stderr else ""
             raise AssertionError(f"the run ended before {what} (exit {driver.returncode}): {said}")
         assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.2)
+        time.sleep(every)
 
 
 def rows(experiment: Path) -> dict[str, list[dict]]:
@@ -105,10 +111,10 @@ def finish(driver: subprocess.Popen, timeout: float = 300) -> tuple[int, str, st
 def test_killed_trial_worker_is_retried_and_a_diverging_trial_is_not_best(tmp_path):
     """SIGKILL one trial's worker process mid-run: Tune retries that trial from its last checkpoint.
     Its neighbour's loss goes to inf: it is marked diverged, never ranked best, and nothing crashes."""
-    epochs = 200
+    epochs = 60  # the kill lands after epoch 5 of the healthy trial: most of its run is still ahead
     path = write_space(tmp_path, "faulty", epochs=epochs, lr="tune.grid_search([0.01, 1e12])")
     experiment = tmp_path / "results" / "faulty"
-    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "faulty")
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "faulty", "--no-smoke")
     try:
         # The diverged trial stops after epoch 1 and its process ends; then the healthy one's is the
         # only trial process left (the result rows checked below say whose it was).
@@ -157,7 +163,7 @@ def _processes(driver: subprocess.Popen, title: str) -> list[psutil.Process]:
 def test_killed_ddp_rank_fails_the_group_and_the_trial_is_retried(tmp_path):
     path = write_space(tmp_path, "ddp", epochs=12, lr="0.01")
     experiment = tmp_path / "results" / "ddp"
-    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "ddp", "--workers", "2")
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "ddp", "--workers", "2", "--no-smoke")
     try:
         # Rank 0's checkpoints reach Tune, in the trial's directory, as an in-process trial's do.
         wait_until(
@@ -202,10 +208,14 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
     """Ctrl-C once (state saved, resume command printed), then SIGKILL the driver at seeded random
     points across several resumes: the final table has exactly the expected trials, no epoch twice,
     and every trial that had finished before a kill is untouched."""
-    epochs, grid = 100, [1e-3, 3e-3, 1e-2, 3e-2]  # enough work that no resume finishes before its kill
+    # Enough work that no resume finishes before its kill: a kill lands within ~4 s of a resume's first
+    # epoch, ~40 epochs of one trial here, and the 4 trials train one at a time.
+    epochs, grid = 60, [1e-3, 3e-3, 1e-2, 3e-2]
     path = write_space(tmp_path, "resumable", epochs=epochs, lr=f"tune.grid_search({grid})")
     experiment = tmp_path / "results" / "resumable"
-    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1")
+    driver = start(
+        tmp_path, "run", path, "--storage-path", "results", "--name", "resumable", "--max-concurrent", "1", "--no-smoke"
+    )
     try:
         wait_until(lambda: epochs_checkpointed(experiment) >= 3, "3 epochs", driver=driver)
         driver.send_signal(signal.SIGINT)
@@ -265,7 +275,7 @@ def test_ctrl_c_then_driver_killed_on_a_seeded_schedule_then_resumed(tmp_path):
 def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
     path = write_space(tmp_path, "impatient", epochs=300, lr="tune.grid_search([0.001, 0.01])")
     experiment = tmp_path / "results" / "impatient"
-    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "impatient")
+    driver = start(tmp_path, "run", path, "--storage-path", "results", "--name", "impatient", "--no-smoke")
     try:
         wait_until(lambda: epochs_checkpointed(experiment) >= 2, "2 epochs", driver=driver)
         driver.send_signal(signal.SIGINT)
@@ -284,9 +294,21 @@ def test_ctrl_c_twice_exits_at_once_with_the_resume_command(tmp_path):
 
 
 def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_path, small_disk):
-    path = write_space(tmp_path, "filling", epochs=300, lr="tune.grid_search([0.001, 0.01])")
+    epochs = 60  # the disk fills after epoch 3 of each trial: most of the run is still ahead
+    path = write_space(tmp_path, "filling", epochs=epochs, lr="tune.grid_search([0.001, 0.01])")
     experiment = small_disk / "filling"
-    driver = start(tmp_path, "run", path, "--storage-path", str(small_disk), "--name", "filling", "--max-failures", "1")
+    driver = start(
+        tmp_path,
+        "run",
+        path,
+        "--storage-path",
+        str(small_disk),
+        "--name",
+        "filling",
+        "--max-failures",
+        "1",
+        "--no-smoke",
+    )
     try:
         # Checkpoints reach storage at once, result rows with Ray's next upload: both before the fill.
         wait_until(
@@ -334,7 +356,7 @@ def test_disk_filling_up_mid_run_is_one_clear_error_and_keeps_the_results(tmp_pa
     if resumed.returncode == 0:
         assert sorted(trial.name for trial in experiment.glob("*/")) == trial_dirs
         assert {trial: json.loads((experiment / trial / "params.json").read_text()) for trial in configs} == configs
-        assert all(recorded[-1]["epoch"] == 300 for recorded in rows(experiment).values())
+        assert all(recorded[-1]["epoch"] == epochs for recorded in rows(experiment).values())
     else:
         assert resumed.returncode == 2, resumed.stderr[-3000:]
         assert "is cut short (it was being written when the disk filled)" in resumed.stderr.splitlines()[-1]

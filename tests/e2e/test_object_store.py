@@ -75,7 +75,19 @@ def test_uri_form_killed_then_the_store_lost_mid_resume_then_resumed_and_reporte
     inside = "results/stored"
 
     # No retries: a trial fails at its first write to the stopped store, the error comes ~20 s sooner.
-    driver = start(tmp_path, "run", path, "--storage-path", storage, "--name", "stored", "--max-failures", "0", env=env)
+    driver = start(
+        tmp_path,
+        "run",
+        path,
+        "--storage-path",
+        storage,
+        "--name",
+        "stored",
+        "--max-failures",
+        "0",
+        "--no-smoke",
+        env=env,
+    )
     try:
         wait_until(
             lambda: checkpoints(store, inside) >= 3 and has_state(store, inside)(), "3 checkpoints", driver=driver

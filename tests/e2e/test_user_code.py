@@ -225,6 +225,7 @@ def test_a_killed_driver_then_resume_on_an_own_loop_space_loses_no_epoch(tmp_pat
         "results",
         "--name",
         "killed",
+        "--no-smoke",
         cwd=tmp_path,
     )
 

@@ -72,7 +72,7 @@ def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path)
     before = gcs_servers()
     # 30 s: more than `tuner list` and the second run's start-up take to reach it on two busy cores (10 s
     # was not, once: the keeper stopped the instance as the second run started).
-    first = run_tuner("run", "space.py", "--keep-ray", "30s", "--name", "first", cwd=folder)
+    first = run_tuner("run", "space.py", "--keep-ray", "30s", "--name", "first", "--no-smoke", cwd=folder)
     assert first.returncode == 0, first.stderr
     kept = kept_ray.find()
     assert kept is not None and psutil.pid_exists(kept.pid)
@@ -81,7 +81,7 @@ def test_a_kept_instance_serves_the_next_run_then_stops_on_its_own(folder: Path)
     listed = run_tuner("list", cwd=folder)
     assert f"ray: a Ray instance kept by tuner is up at {kept.address}" in listed.stdout
 
-    second = run_tuner("run", "space.py", "--name", "second", cwd=folder)
+    second = run_tuner("run", "space.py", "--name", "second", "--no-smoke", cwd=folder)
     assert second.returncode == 0, second.stderr
     assert f"on the Ray instance kept at {kept.address}" in second.stdout
     assert "differs from the kept instance's" not in second.stdout  # the same shell: nothing to pass on
@@ -159,7 +159,9 @@ def test_a_users_own_ray_beside_is_never_kept_nor_stopped(folder: Path, ray_tmpd
         users_address = _discovery_file(ray_tmpdir).read_text().strip()
         assert users_address.endswith(f":{port}")
 
-        run = run_tuner("run", "space.py", "--keep-ray", "1m", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder)
+        run = run_tuner(
+            "run", "space.py", "--keep-ray", "1m", "--no-smoke", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder
+        )
         assert run.returncode == 0, run.stderr
         kept = kept_ray.find()
         assert kept is not None and kept.address != users_address
@@ -183,7 +185,9 @@ def test_a_stale_discovery_file_does_not_delay_a_kept_instance(folder: Path, ray
     that is gone. The keeper once tried to join it and failed after 120 s."""
     _discovery_file(ray_tmpdir).parent.mkdir(parents=True)
     _discovery_file(ray_tmpdir).write_text(f"127.0.0.1:{free_port()}")
-    run = run_tuner("run", "space.py", "--keep-ray", "1m", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder)
+    run = run_tuner(
+        "run", "space.py", "--keep-ray", "1m", "--no-smoke", env={"RAY_TMPDIR": str(ray_tmpdir)}, cwd=folder
+    )
     assert run.returncode == 0, run.stderr
     kept = kept_ray.find()
     assert kept is not None and kept_ray.answers(kept.address)

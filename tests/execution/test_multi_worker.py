@@ -203,6 +203,7 @@ def test_a_killed_driver_with_two_worker_trials_then_resume_loses_and_repeats_no
         "results",
         "--name",
         "killed",
+        "--no-smoke",
         cwd=tmp_path,
         timeout=300,
     )

@@ -52,12 +52,14 @@ def test_list_shows_each_experiment_with_its_status_and_report_takes_the_newest(
     assert failed.returncode == 1, failed.stderr[-3000:]
     shutdown_ray()  # the process below starts its own, on the same two cores
 
-    driver = start(tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q")
+    driver = start(
+        tmp_path, "run", "long.py", "--name", "stopped", "--storage-path", "tuner_results", "-q", "--no-smoke"
+    )
     try:
         wait_until(lambda: epochs_checkpointed(tmp_path / "tuner_results" / "stopped") >= 4, "4 epochs", driver=driver)
         # No trial has ended, and the report ranks the running ones by their scores so far: so does list,
         # once Ray's next snapshot (every 2 s) has stored the epochs' results beside their checkpoints.
-        wait_until(lambda: _rows(tmp_path)["stopped"][3].endswith(" so far"), "a best so far", 60, driver)
+        wait_until(lambda: _rows(tmp_path)["stopped"][3].endswith(" so far"), "a best so far", 60, driver, every=1.0)
         rows = _rows(tmp_path)
         assert rows["stopped"][1] == "running", rows
         assert rows["stopped"][3].startswith("val_acc=") and rows["stopped"][3].endswith(" so far"), rows
