@@ -341,11 +341,7 @@ def _kept_instance(cluster: Cluster, ray_logs: str) -> kept_ray.Kept | None:
         return kept
     if cluster.keep_ray is None:
         return None
-    with (  # as connect sets them
-        env.local_instance_log_level(ray_logs),
-        env.no_preemption_watcher(),
-        env.no_prestarted_idle_workers(),
-    ):
+    with env.local_instance_log_level(ray_logs), env.no_preemption_watcher():  # as connect sets them
         kept = kept_ray.start(cluster.keep_ray, parse_keep(cluster.keep_ray))
     log.info(
         "tuner: keeping this Ray instance (%s) for the next runs from this folder; it stops once idle for "

@@ -87,21 +87,22 @@ def no_preemption_watcher() -> AbstractContextManager[None]:
     return variable(PREEMPTION_WATCHER_VARIABLE, "0", user_wins=True)
 
 
+def on_local_instance() -> bool:
+    """In a trial's process: whether it runs on a local instance, as the variable above tells it."""
+    return os.environ.get(PREEMPTION_WATCHER_VARIABLE) == "0"
+
+
 # As the first driver connects, Ray prestarts an idle worker per CPU for that job's tasks. Tune gives every
 # trial's actor a runtime_env of its own (ray/tune/execution/class_cache.py: PL_DISABLE_FORK and the
 # variables it passes on), as Ray Train gives its controller: no process a run needs is ever one of
-# those, which then idle for the instance's life (a Python process and its start-up per CPU). Set for
-# the raylet of an instance tuner starts on this machine; a cluster's own nodes keep Ray's default.
+# those, which then idle through the run (a Python process and its start-up per CPU). Set for the
+# raylet of a run's own local instance; a kept instance (its keeper gets kept_ray.RUN_VARIABLES only)
+# and a cluster's nodes keep Ray's default.
 PRESTART_VARIABLE = "RAY_prestart_worker_first_driver"
 
 
 def no_prestarted_idle_workers() -> AbstractContextManager[None]:
     return variable(PRESTART_VARIABLE, "0", user_wins=True)
-
-
-def on_local_instance() -> bool:
-    """In a trial's process: whether it runs on a local instance, as the variable above tells it."""
-    return os.environ.get(PREEMPTION_WATCHER_VARIABLE) == "0"
 
 
 def own_state_api(url: str) -> AbstractContextManager[None]:
