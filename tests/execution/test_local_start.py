@@ -21,19 +21,32 @@ pytestmark = pytest.mark.slow
 STALL_S = 40  # past Ray's 30 s
 
 
+def _raylet_children() -> list[psutil.Process]:
+    """The processes of the raylets this process started (their agents and workers)."""
+    children = []
+    for raylet in psutil.Process().children():
+        try:
+            if raylet.name() == "raylet":
+                children += raylet.children()
+        except psutil.Error:
+            pass
+    return children
+
+
+def _command_line_has(process: psutil.Process, *words: str) -> bool:
+    try:
+        return any(word in part for part in process.cmdline() for word in words)
+    except psutil.Error:
+        return False
+
+
 def _agent_of_this_process() -> psutil.Process | None:
     """The dashboard agent of a raylet this process started (the raylet's own command line names the
     agent's script too)."""
-    for raylet in psutil.Process().children():
-        try:
-            if raylet.name() != "raylet":
-                continue
-            for child in raylet.children():
-                if any("dashboard/agent.py" in part or "DashboardAgent" in part for part in child.cmdline()):
-                    return child
-        except psutil.Error:
-            pass
-    return None
+    return next(
+        (child for child in _raylet_children() if _command_line_has(child, "dashboard/agent.py", "DashboardAgent")),
+        None,
+    )
 
 
 def _ray_children() -> list[psutil.Process]:
@@ -85,20 +98,13 @@ def test_a_local_start_that_times_out_is_started_again_and_leaves_nothing_behind
 
 def _idle_workers() -> list[psutil.Process]:
     """Ray's idle workers under a raylet this process started."""
-    idle = []
-    for raylet in psutil.Process().children():
-        try:
-            if raylet.name() == "raylet":
-                idle += [child for child in raylet.children() if "ray::IDLE" in " ".join(child.cmdline())]
-        except psutil.Error:
-            pass
-    return idle
+    return [child for child in _raylet_children() if _command_line_has(child, "ray::IDLE")]
 
 
 def test_a_local_instance_prestarts_no_idle_workers(own_ray) -> None:
     """Ray prestarts an idle worker per CPU as a driver connects. Every process a run needs has a
     runtime_env of its own (Tune's trial actors, Ray Train's controller), so none is ever one of those:
-    they would idle for the instance's life (tuner/ray_compat/env.py, no_prestarted_idle_workers)."""
+    they would idle through the run (tuner/ray_compat/env.py, no_prestarted_idle_workers)."""
     with connect(Cluster(), ray_logs="ERROR", verbose=0):
         deadline = time.monotonic() + 5  # Ray prestarts them within a second or two of the connection
         while time.monotonic() < deadline:
