@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
 
-from tuner.ray_compat import private
+from tuner.ray_compat import env, private
 
 REPO = Path(__file__).resolve().parent.parent
 # 4 trials x 2 epochs of an MLP on digits: the smallest real grid experiment.
@@ -97,7 +98,15 @@ def start_shared_ray() -> None:
     """A local Ray instance shared by a module's in-process tests (`tuner.run` uses a Ray the process has
     started): started by the first test that needs it, and again after a test that needed its own."""
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        start_test_ray(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+
+
+def start_test_ray(**options: Any) -> Any:
+    """ray.init of a local instance the suite starts for its in-process runs, without the idle worker
+    processes Ray prestarts for a driver, as tuner starts its own (tuner/ray_compat/env.py): no trial's
+    process is ever one of them, and each is one more Python start on the two cores."""
+    with env.no_prestarted_idle_workers():
+        return ray.init(address="local", **options)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from tests.conftest import free_port, shutdown_ray
+from tests.conftest import free_port, shutdown_ray, start_test_ray
 from tuner.cli import main
 from tuner.execution.ray_metrics import DASHBOARD, DASHBOARD_NAME
 from tuner.ray_compat import private
@@ -89,8 +89,7 @@ def ray_with_metrics(capsys):
     writes the service-discovery file Prometheus reads; tuner's run uses it as it uses a notebook's."""
     if ray.is_initialized():
         shutdown_ray()
-    ray.init(
-        address="local",
+    start_test_ray(
         num_cpus=2,
         include_dashboard=True,
         logging_level="ERROR",
@@ -147,8 +146,11 @@ def test_prometheus_scrapes_a_run_and_every_dashboard_query_agrees_with_the_tabl
         assert best == {"score": pytest.approx(trials["score"].max())}
         stops = {series["metric"]["reason"]: _last(series) for series in answers["Early stops by reason"]}
         assert stops == {"asha": counts["stopped early"]}
-        top = {series["metric"]["rank"]: series["metric"]["trial"] for series in answers["Best trials"]}
-        assert top["1"] == trials.sort_values("score", ascending=False)["trial_id"].iloc[0]
+        # A trial overtaken at a rank leaves its series there until Ray drops it (~20 s unset), so a rank
+        # can have two series: its holder now is the one with the better value (a rank's value only improves).
+        holders = [series for series in answers["Best trials"] if series["metric"]["rank"] == "1"]
+        first = max(holders, key=_last)["metric"]["trial"]
+        assert first == trials.sort_values("score", ascending=False)["trial_id"].iloc[0], holders
         epochs = _query_range(port, 'max(ray_tuner_epochs_total{experiment="graded"})', started, end)
         assert _last(epochs[0]) == len(history)
 

@@ -10,7 +10,7 @@ import pytest
 import ray
 from ray.util.state import list_actors
 
-from tests.conftest import shutdown_ray
+from tests.conftest import shutdown_ray, start_test_ray
 from tuner.cli import main
 from tuner.results import report
 
@@ -39,7 +39,7 @@ LINE = re.compile(
 def ray_with_dashboard(capsys):
     if ray.is_initialized():
         shutdown_ray()
-    context = ray.init(address="local", num_cpus=2, include_dashboard=True, logging_level="ERROR")
+    context = start_test_ray(num_cpus=2, include_dashboard=True, logging_level="ERROR")
     capsys.readouterr()
     yield f"http://{context.dashboard_url}"  # this test's own: never "the" Ray on the machine
     shutdown_ray()

@@ -12,7 +12,7 @@ import ray
 import torch
 from ray.util.state import list_actors
 
-from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints, shutdown_ray
+from tests.conftest import run_killed_when, run_tuner, saved_with_checkpoints, shutdown_ray, start_test_ray
 from tests.e2e.test_user_code import checkpoint_digests, run_here
 from tuner.execution import dashboard_port
 from tuner.spec import space as spaces
@@ -31,8 +31,7 @@ def ray_with_state_api() -> Iterator[None]:
     if ray.is_initialized():
         shutdown_ray()
     with dashboard_port.for_local_instance(shown=False) as port:  # as tuner's: another test's Ray may be up
-        ray.init(
-            address="local",
+        start_test_ray(
             num_cpus=2,
             include_dashboard=True,
             dashboard_host="127.0.0.1",
@@ -157,7 +156,7 @@ from ray import tune
 
 model, dataset = "mlp", "digits"
 metric, mode = "val_acc", "max"
-epochs = 9
+epochs = 3  # ASHA's rungs (grace period 1, reduction factor 3): epoch 1 and the last
 workers = 2
 cpus_per_worker = 1  # a trial takes both cores: the next starts only once a stopped one let go of them
 scheduler = "asha"
@@ -171,7 +170,7 @@ def test_a_stopped_two_worker_trial_frees_its_workers_for_the_next(ray_with_stat
     (tmp_path / "asha.py").write_text(textwrap.dedent(ASHA_SPACE))
     outcome, trials, history = run_here(spaces.load(str(tmp_path / "asha.py")), tmp_path, "asha")
     epochs = history.groupby("trial_id")["epoch"].max()
-    assert len(trials) == 4 and (epochs < 9).sum() >= 2, epochs  # ASHA stopped the slow learners early
+    assert len(trials) == 4 and (epochs < 3).sum() >= 2, epochs  # ASHA stopped the slow learners early
     starts = history.groupby("trial_id")["reported_at"].min().sort_values()
     ends = history.groupby("trial_id")["reported_at"].max()
     for before, after in zip(starts.index, starts.index[1:]):

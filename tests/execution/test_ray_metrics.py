@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 import ray
 
-from tests.conftest import shutdown_ray
+from tests.conftest import shutdown_ray, start_test_ray
 from tuner.cli import main
 from tuner.results import report
 
@@ -37,7 +37,7 @@ SAMPLE = re.compile(r"^(?P<name>ray_tuner_\w+)\{(?P<labels>[^}]*)\} (?P<value>\S
 def ray_exporting_each_second(capsys):
     if ray.is_initialized():
         shutdown_ray()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _system_config={"metrics_report_interval_ms": 1000})
+    start_test_ray(num_cpus=2, include_dashboard=False, _system_config={"metrics_report_interval_ms": 1000})
     capsys.readouterr()
     yield
     shutdown_ray()

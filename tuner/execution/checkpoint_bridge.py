@@ -30,7 +30,6 @@ from ray import tune
 from ray.actor import ActorHandle
 from ray.train.v2.api.callback import UserCallback
 
-_POLL_S = 0.2
 _GO_ON, _STOP = "go on", "stop"
 # How long a stopping trial's actor waits for its Train run to end by itself: a run mid-epoch ends at
 # its next report. Past this the actor exits anyway; Ray Train's PlacementGroupCleaner then frees the
@@ -80,16 +79,16 @@ class TrainRun:
         except BaseException as error:  # re-raised in the trial's thread by run()
             self._failure.append(error)
         finally:
-            self.after_fit()
+            try:
+                self.after_fit()
+            finally:
+                self.mailbox.end.remote()  # every report was put before fit() returned
 
     def run(self) -> None:
         self._fit.start()
         answered = True
         try:
-            while self._fit.is_alive() or ray.get(self.mailbox.has_reports.remote()):
-                report = ray.get(self.mailbox.next_report.remote(_POLL_S))
-                if report is None:
-                    continue
+            while (report := ray.get(self.mailbox.next_report.remote())) is not None:
                 metrics, checkpoint = report
                 answered = False
                 if self.stopping.is_set():  # Tune has let go of this trial: nothing to report to

@@ -20,19 +20,27 @@ class Mailbox:
     def __init__(self) -> None:
         self._reports: asyncio.Queue[Report] = asyncio.Queue(maxsize=1)
         self._answers: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        self._ended = asyncio.Event()
 
     async def put_report(self, report: Report) -> None:
         await self._reports.put(report)
 
-    async def next_report(self, timeout_s: float) -> Report | None:
-        """The next report, or None if none came within `timeout_s`."""
-        try:
-            return await asyncio.wait_for(self._reports.get(), timeout_s)
-        except TimeoutError:
-            return None
+    async def end(self) -> None:
+        """The Train run has ended: no report comes after those already put."""
+        self._ended.set()
 
-    async def has_reports(self) -> bool:
-        return not self._reports.empty()
+    async def next_report(self) -> Report | None:
+        """The next report, or None once the run has ended and every report was taken. The trial waits
+        here, not in a loop of short waits: each wait is a remote call, and a multi-worker trial spends
+        most of its life waiting for its next epoch."""
+        waiting = asyncio.ensure_future(self._reports.get())
+        ended = asyncio.ensure_future(self._ended.wait())
+        await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+        if waiting.done():
+            return waiting.result()
+        waiting.cancel()  # a report put as the run ended is still queued: a cancelled get takes nothing
+        return None if self._reports.empty() else self._reports.get_nowait()
 
     async def put_answer(self, answer: str) -> None:
         await self._answers.put(answer)
