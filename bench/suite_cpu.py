@@ -1,0 +1,105 @@
+"""Where the test suite's time goes: a pytest plugin that writes each test's CPU seconds, those of the
+pytest process and of every process it started (the `tuner` processes, the Ray instances and their trial
+processes), beside its wall seconds. The suite is CPU-bound on 2 cores, so its length follows the CPU its
+tests spend, and a test's wall time says little while the other xdist worker loads the same cores.
+
+    PYTHONPATH=.:bench .venv/bin/python -m pytest -p suite_cpu      # then:
+    python bench/suite_cpu.py                                        # by file, and the costliest tests
+
+Rows go to $SUITE_CPU_FILE (default: suite_cpu.tsv in the temp folder), appended: delete it between runs. Processes are
+polled every POLL_S, so one that starts and ends between two polls is missed (a short `tuner list`)."""
+
+import collections
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+POLL_S = 0.3
+_OUT = Path(os.environ.get("SUITE_CPU_FILE", Path(tempfile.gettempdir()) / "suite_cpu.tsv"))
+_Key = tuple[int, float]  # a process: its pid and start time (pids are reused)
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.seen: dict[_Key, float] = {}
+        self.active = False
+        self._lock = threading.Lock()
+        threading.Thread(target=self._poll, name="suite-cpu", daemon=True).start()
+
+    def snapshot(self) -> dict[_Key, float]:
+        me = psutil.Process()
+        cpu = {}
+        for process in [me, *me.children(recursive=True)]:
+            try:
+                times = process.cpu_times()
+                cpu[(process.pid, process.create_time())] = times.user + times.system
+            except psutil.Error:
+                pass  # ended as we looked
+        return cpu
+
+    def _poll(self) -> None:
+        while True:
+            if self.active:
+                latest = self.snapshot()
+                with self._lock:
+                    self.seen.update(latest)
+            time.sleep(POLL_S)
+
+    def start(self) -> dict[_Key, float]:
+        base = self.snapshot()
+        with self._lock:
+            self.seen, self.active = dict(base), True
+        return base
+
+    def stop(self, base: dict[_Key, float]) -> float:
+        latest = self.snapshot()
+        with self._lock:
+            self.active = False
+            self.seen.update(latest)
+            return sum(cpu - base.get(key, 0.0) for key, cpu in self.seen.items())
+
+
+_trackers: list[_Tracker] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _trackers.append(_Tracker())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    tracker = _trackers[0]
+    base = tracker.start()
+    started = time.monotonic()
+    try:
+        return (yield)
+    finally:
+        cpu = tracker.stop(base)
+        with _OUT.open("a") as rows:
+            rows.write(f"{item.nodeid}\t{cpu:.1f}\t{time.monotonic() - started:.1f}\n")
+
+
+def _summary(path: Path, top: int = 30) -> None:
+    rows = [line.rstrip("\n").split("\t") for line in path.read_text().splitlines() if line]
+    tests = [(name, float(cpu), float(wall)) for name, cpu, wall in rows]
+    print(f"{len(tests)} tests: {sum(cpu for _, cpu, _ in tests):.0f} CPU-s, {sum(w for *_, w in tests):.0f} s of wall")
+    by_file: collections.Counter[str] = collections.Counter()
+    for name, cpu, _ in tests:
+        by_file[name.split("::")[0]] += cpu
+    print("\nCPU-s by file")
+    for file, cpu in by_file.most_common(top):
+        print(f"{cpu:8.1f}  {file}")
+    print("\nCPU-s (wall s) of the costliest tests")
+    for name, cpu, wall in sorted(tests, key=lambda test: -test[1])[:top]:
+        print(f"{cpu:8.1f} ({wall:6.1f})  {name}")
+
+
+if __name__ == "__main__":
+    _summary(Path(sys.argv[1] if len(sys.argv) > 1 else _OUT))
