@@ -44,12 +44,18 @@ class _Tracker:
                 pass  # ended as we looked
         return cpu
 
+    def _merge(self, latest: dict[_Key, float]) -> None:
+        """A process's CPU only grows: a poll that took its snapshot before the test began and lands after
+        it never lowers what start() recorded."""
+        for key, cpu in latest.items():
+            self.seen[key] = max(self.seen.get(key, 0.0), cpu)
+
     def _poll(self) -> None:
         while True:
             if self.active:
                 latest = self.snapshot()
                 with self._lock:
-                    self.seen.update(latest)
+                    self._merge(latest)
             time.sleep(POLL_S)
 
     def start(self) -> dict[_Key, float]:
@@ -62,7 +68,7 @@ class _Tracker:
         latest = self.snapshot()
         with self._lock:
             self.active = False
-            self.seen.update(latest)
+            self._merge(latest)
             return sum(cpu - base.get(key, 0.0) for key, cpu in self.seen.items())
 
 
