@@ -1,8 +1,13 @@
+import os
+import subprocess
+import sysconfig
 import textwrap
+from pathlib import Path
 
 import pytest
 from ray import tune
 
+from tests.conftest import REPO
 from tuner.errors import TunerError
 from tuner.spec import space as spaces
 from tuner.spec.overrides import parse_set, parse_sets
@@ -187,3 +192,33 @@ def test_parse_set():
 def test_parse_set_errors(item, message):
     with pytest.raises(TunerError, match=message):
         parse_set(item)
+
+
+def test_a_package_installed_in_a_venv_beside_the_space_module_is_not_pickled_by_value(tmp_path):
+    """README's install puts .venv in the folder where a user may also write a space module: what that
+    venv installs is imported as a package on the workers, only the module's own neighbours go by value
+    (sklearn pickled by value fails with a RecursionError)."""
+    import venv
+
+    venv.create(tmp_path / ".venv", system_site_packages=True, with_pip=False)
+    python = tmp_path / ".venv" / "bin" / "python"
+    site_packages = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
+    ).stdout.strip()
+    (Path(site_packages) / "installed_beside.py").write_text("VALUE = 1\n")
+    (tmp_path / "helpers.py").write_text("WIDTH = 8\n")
+    (tmp_path / "mine.py").write_text(
+        "import helpers, installed_beside\nfrom ray import tune\n"
+        'metric, mode, model, dataset = "val_acc", "max", "mlp", "digits"\nparam_space = {"lr": tune.choice([0.1])}\n'
+    )
+    loaded = subprocess.run(
+        [python, "-c", "from tuner.spec import space; print(space.load('mine.py').local_modules)"],
+        cwd=tmp_path,
+        # tuner's own dependencies come from the tests' venv
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.strip() == "('helpers',)"

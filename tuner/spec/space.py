@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import site
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -217,10 +218,16 @@ def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
         sys.path.remove(folder)
         # Out of sys.modules, cloudpickle pickles the module's functions by value.
         sys.modules.pop(module_name, None)
+    # Not what is installed, even where the venv sits in the module's folder (README's .venv beside a
+    # space module of one's own): sklearn pickled by value fails with a RecursionError.
+    installed = [Path(prefix).resolve() for prefix in {sys.prefix, sys.exec_prefix, *site.getsitepackages()}]
     local = []
     for name in sorted(set(sys.modules) - before):
         beside = getattr(sys.modules[name], "__file__", None)
-        if beside and Path(beside).resolve().is_relative_to(folder) and "." not in name:
+        if beside is None or "." in name:
+            continue
+        where = Path(beside).resolve()
+        if where.is_relative_to(folder) and not any(where.is_relative_to(place) for place in installed):
             local.append(name)
     return module, tuple(local)
 
