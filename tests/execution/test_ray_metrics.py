@@ -100,7 +100,7 @@ import time
 from ray import tune
 
 param_space = {"x": tune.grid_search([0.9, 0.5, 0.1])}
-metric, mode, epochs = "score", "max", 30
+metric, mode, epochs = "score", "max", 60  # 30 s a trial: the first still runs as the budget ends
 
 
 def train_loop(config, ctx):
@@ -116,7 +116,9 @@ def test_a_run_the_time_budget_ends_says_which_trial_it_stopped_and_why(
     """Tune ends the trials of a run its time budget stops without telling its trial hooks."""
     (tmp_path / "slow.py").write_text(textwrap.dedent(SLOW))
     monkeypatch.chdir(tmp_path)
-    args = ["run", "slow.py", "--no-smoke", "-q", "--max-concurrent", "1", "--time-budget", "8s", "--name", "slow"]
+    # 20 s, so that the first trial has started by then even on loaded cores: with 8 s, and three test
+    # files at once on two cores, every trial was once still waiting for its process as the budget ran out.
+    args = ["run", "slow.py", "--no-smoke", "-q", "--max-concurrent", "1", "--time-budget", "20s", "--name", "slow"]
     main(args)
     trials, _ = report.read_tables(str(tmp_path / "tuner_results" / "slow"))
     counts = trials["status"].value_counts().to_dict()
