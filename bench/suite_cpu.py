@@ -28,7 +28,7 @@ import pytest
 POLL_S = 0.3
 _OUT = Path(os.environ.get("SUITE_CPU_FILE", Path(tempfile.gettempdir()) / "suite_cpu.tsv"))
 _Key = tuple[int, float]  # a process: its pid and start time (pids are reused)
-# What a process is, from the first words of its command line that name it (first match wins).
+# What a process is, from marks in its command line: the first kind with a mark there wins.
 KINDS = (
     ("ray worker", ("default_worker.py", "setup_worker.py", "ray::")),
     ("tuner process", ("-m tuner", "bin/tuner")),
