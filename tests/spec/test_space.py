@@ -1,5 +1,6 @@
 import os
 import subprocess
+import sys
 import sysconfig
 import textwrap
 from pathlib import Path
@@ -194,6 +195,27 @@ def test_parse_set_errors(item, message):
         parse_set(item)
 
 
+def _local_modules(folder: Path, python: Path | str, installed_in: str, env: dict[str, str]) -> str:
+    """The local modules of a space module in `folder` that imports a neighbour and a module installed in
+    `installed_in` (a folder on the interpreter's path), as loaded by `python`."""
+    (Path(installed_in) / "installed_beside.py").write_text("VALUE = 1\n")
+    (folder / "helpers.py").write_text("WIDTH = 8\n")
+    (folder / "mine.py").write_text(
+        "import helpers, installed_beside\nfrom ray import tune\n"
+        'metric, mode, model, dataset = "val_acc", "max", "mlp", "digits"\nparam_space = {"lr": tune.choice([0.1])}\n'
+    )
+    loaded = subprocess.run(
+        [python, "-c", "from tuner.spec import space; print(space.load('mine.py').local_modules)"],
+        cwd=folder,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    return loaded.stdout.strip()
+
+
 def test_a_package_installed_in_a_venv_beside_the_space_module_is_not_pickled_by_value(tmp_path):
     """README's install puts .venv in the folder where a user may also write a space module: what that
     venv installs is imported as a package on the workers, only the module's own neighbours go by value
@@ -205,20 +227,23 @@ def test_a_package_installed_in_a_venv_beside_the_space_module_is_not_pickled_by
     site_packages = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
     ).stdout.strip()
-    (Path(site_packages) / "installed_beside.py").write_text("VALUE = 1\n")
-    (tmp_path / "helpers.py").write_text("WIDTH = 8\n")
-    (tmp_path / "mine.py").write_text(
-        "import helpers, installed_beside\nfrom ray import tune\n"
-        'metric, mode, model, dataset = "val_acc", "max", "mlp", "digits"\nparam_space = {"lr": tune.choice([0.1])}\n'
-    )
-    loaded = subprocess.run(
-        [python, "-c", "from tuner.spec import space; print(space.load('mine.py').local_modules)"],
-        cwd=tmp_path,
-        # tuner's own dependencies come from the tests' venv
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])},
+    # tuner's own dependencies come from the tests' venv
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
+    assert _local_modules(tmp_path, python, site_packages, env) == "('helpers',)"
+
+
+def test_a_package_installed_for_the_user_beside_the_space_module_is_not_pickled_by_value(tmp_path):
+    """`pip install --user` puts packages under the home folder, where a user may also write a space
+    module. The user's site-packages is on the path as Python's site module puts it there (the tests'
+    venv turns that off, so PYTHONPATH does it here), under PYTHONUSERBASE."""
+    user_base = tmp_path / ".local"
+    env = {"PYTHONUSERBASE": str(user_base)}
+    user_site = subprocess.run(
+        [sys.executable, "-c", "import site; print(site.getusersitepackages())"],
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=120,
-    )
-    assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert loaded.stdout.strip() == "('helpers',)"
+    ).stdout.strip()
+    Path(user_site).mkdir(parents=True)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), user_site])
+    assert _local_modules(tmp_path, sys.executable, user_site, env) == "('helpers',)"

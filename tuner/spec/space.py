@@ -219,8 +219,10 @@ def _import(path: Path) -> tuple[ModuleType, tuple[str, ...]]:
         # Out of sys.modules, cloudpickle pickles the module's functions by value.
         sys.modules.pop(module_name, None)
     # Not what is installed, even where the venv sits in the module's folder (README's .venv beside a
-    # space module of one's own): sklearn pickled by value fails with a RecursionError.
-    installed = [Path(prefix).resolve() for prefix in {sys.prefix, sys.exec_prefix, *site.getsitepackages()}]
+    # space module of one's own) or the user's own site-packages does (`pip install --user`, a space
+    # module in the home folder): sklearn pickled by value fails with a RecursionError.
+    places = {sys.prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages()}
+    installed = [Path(place).resolve() for place in places]
     local = []
     for name in sorted(set(sys.modules) - before):
         beside = getattr(sys.modules[name], "__file__", None)
